@@ -1,0 +1,119 @@
+# nnasm — one Makefile, out-of-tree into build/. `make run` and `make test` install what they need
+# first (make deps), then build, then run.
+#
+#   make deps      install the Debian packages (idempotent; sudo when not root)
+#   make           library (static + shared), the nnasm tool, the samples
+#   make run       the flagship sample
+#   make test      the googletest suite
+#   make bench     google benchmark (tests/bench/)
+#   make install PREFIX=/usr/local
+#   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
+
+CXX      ?= g++
+PREFIX   ?= /usr/local
+SAN      ?=
+BUILD    := build$(if $(SAN),/san-$(SAN))
+
+DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
+                libbenchmark-dev libcli11-dev libxxhash-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+CXXFLAGS ?= -O2
+CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP
+CPPFLAGS += -I. -isystem /usr/include/eigen3
+LDLIBS   := -lfmt -lxxhash -lpthread
+ifneq ($(SAN),)
+CXXFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -g
+LDFLAGS  += -fsanitize=$(SAN)
+endif
+
+MAKEFLAGS += --no-print-directory
+JOBS := -j$(shell nproc)
+
+LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp)
+TOOL_SRC  := $(wildcard shell/cli/*.cpp)
+SAMPLE_SRC:= $(wildcard samples/*.cpp)
+TEST_SRC  := $(wildcard tests/*_test.cpp)
+# Tests that need a process of their own (e.g. a replaced global operator new).
+SOLO_SRC  := $(wildcard tests/solo/*_test.cpp)
+BENCH_SRC := $(wildcard tests/bench/*.cpp)
+
+obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
+LIB_OBJ := $(call obj,$(LIB_SRC))
+
+LIB_A    := $(BUILD)/libnnasm.a
+LIB_SO   := $(BUILD)/libnnasm.so
+TOOL     := $(BUILD)/nnasm
+SAMPLES  := $(patsubst samples/%.cpp,$(BUILD)/samples/%,$(SAMPLE_SRC))
+TESTS    := $(BUILD)/tests/nnasm_tests
+SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
+BENCH    := $(BUILD)/tests/nnasm_bench
+
+.PHONY: all deps run test bench samples install clean
+all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
+samples: $(SAMPLES)
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+run: deps
+	@$(MAKE) $(JOBS) $(BUILD)/samples/expression
+	$(BUILD)/samples/expression
+
+test: deps
+	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)
+	@for t in $(SOLO); do $$t || exit 1; done
+	NNASM_TOOL=$(TOOL) $(TESTS)
+
+bench: deps
+	@$(MAKE) $(JOBS) $(BENCH)
+	$(BENCH)
+
+$(BUILD)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ)
+	$(CXX) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TOOL): $(call obj,$(TOOL_SRC)) $(LIB_A)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TESTS): $(call obj,$(TEST_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# One test file alone, for working on it: make build/tests/only/listing_test
+$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/solo/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+$(BENCH): $(call obj,$(BENCH_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
+
+install: $(LIB_A) $(LIB_SO) $(TOOL)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,41 @@
+// A Context owns the tensor map (id → tensor) and everything else that belongs to one model: no
+// process-wide mutable state, so two models in one process never collide. Not thread-safe:
+// one thread builds or runs a context at a time.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+
+#include "engine/tensor.h"
+
+namespace nnasm {
+
+class Context {
+ public:
+  // `seed` drives parameter initialization; ids come from a separate per-context generator so
+  // that ids of different contexts do not coincide.
+  explicit Context(uint64_t seed = 0x6e6e61736dULL);
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Adds a tensor with a fresh id (the desc's id is overwritten). References stay valid until
+  // the context dies: the map is node-based.
+  Tensor& add(TensorDesc desc);
+  // Removes a tensor (used to roll back a failed recording).
+  void remove(TensorId id) { tensors_.erase(id); }
+  Tensor* find(TensorId id);
+  const Tensor* find(TensorId id) const;
+  Tensor& at(TensorId id) { return tensors_.at(id); }
+  const Tensor& at(TensorId id) const { return tensors_.at(id); }
+  size_t size() const { return tensors_.size(); }
+
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t s) { seed_ = s; }
+
+ private:
+  TensorId next_id();
+  std::unordered_map<TensorId, Tensor> tensors_;
+  uint64_t seed_;
+  uint64_t id_state_;
+};
+
+}  // namespace nnasm

@@ -1,0 +1,66 @@
+// prepare: storage, initialization, kernel resolution; run: the dispatch loop.
+#include "engine/executor.h"
+
+#include <fmt/format.h>
+
+#include "engine/init.h"
+
+namespace nnasm {
+
+Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
+  NNASM_TRY(p.finish());
+  std::unique_ptr<Executor> ex(new Executor(p));
+  Context& ctx = p.context();
+  for (TensorId id : p.tensors()) {
+    Tensor& t = ctx.at(id);
+    const bool fresh = !t.allocated();
+    if (!t.allocate())
+      return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
+    const Role r = t.desc.role;
+    if (r == Role::CONST || (r == Role::PARAM && fresh)) init_tensor(t, ctx.seed());
+  }
+
+  size_t n_in = 0, n_out = 0;
+  for (const Instruction& ins : p.code()) {
+    n_in += ins.in.size();
+    n_out += ins.out.size();
+  }
+  ex->in_ptrs_.reserve(n_in);
+  ex->out_ptrs_.reserve(n_out);
+  ex->types_.reserve(n_in + n_out);
+  ex->steps_.reserve(p.code().size());
+  for (const Instruction& ins : p.code()) {
+    Step s{};
+    s.fn = op_hooks(ins.op).ref;
+    s.args.ins = &ins;
+    s.args.n_in = static_cast<int>(ins.in.size());
+    s.args.n_out = static_cast<int>(ins.out.size());
+    s.args.in = ex->in_ptrs_.data() + ex->in_ptrs_.size();
+    s.args.in_type = ex->types_.data() + ex->types_.size();
+    for (TensorId id : ins.in) {
+      ex->in_ptrs_.push_back(ctx.at(id).data.data());
+      ex->types_.push_back(ctx.at(id).desc.type);
+    }
+    s.args.out = ex->out_ptrs_.data() + ex->out_ptrs_.size();
+    s.args.out_type = ex->types_.data() + ex->types_.size();
+    for (TensorId id : ins.out) {
+      ex->out_ptrs_.push_back(ctx.at(id).data.data());
+      ex->types_.push_back(ctx.at(id).desc.type);
+    }
+    ex->steps_.push_back(s);
+  }
+  return ex;
+}
+
+void Executor::run() {
+  for (const Step& s : steps_) s.fn(&s.args);
+}
+
+Tensor* Executor::tensor(const std::string& name) const {
+  TensorId id = program_->find(name);
+  return id == NO_TENSOR ? nullptr : &program_->context().at(id);
+}
+
+const char* Executor::kernel_name(size_t) const { return "ref"; }
+
+}  // namespace nnasm

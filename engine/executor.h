@@ -1,0 +1,48 @@
+// The executor. `prepare` does all the work once: it allocates storage for every tensor of the
+// program, fills params and constants, and resolves each instruction to a kernel function and its
+// operand pointers. `run` is then a tight loop over that flat array: no map lookups, no
+// allocation, no virtual calls.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+#include "isa/program.h"
+#include "ops/op.h"
+
+namespace nnasm {
+
+class Executor {
+ public:
+  // Requires: `program` is finished (every tensor defined) and outlives the executor, as does its
+  // context. Params that were never initialized are initialized from the context's seed; params
+  // already holding values (a second prepare, a loaded model) keep them. Errors: unfinished
+  // program, failed allocation (naming the tensor). Allocates; not thread-safe.
+  static Result<std::unique_ptr<Executor>> prepare(const Program& program);
+
+  // Runs every instruction in order. Performs no allocation. Not thread-safe per executor.
+  void run();
+
+  // Storage of a tensor of the program by name; nullptr if there is no such tensor.
+  Tensor* tensor(const std::string& name) const;
+  const Program& program() const { return *program_; }
+  // Name of the kernel instruction `i` runs (e.g. "ref").
+  const char* kernel_name(size_t i) const;
+
+ private:
+  struct Step {
+    KernelFn fn;
+    KernelArgs args;
+  };
+  explicit Executor(const Program& p) : program_(&p) {}
+
+  const Program* program_;
+  std::vector<Step> steps_;
+  // Backing arrays that the steps' KernelArgs point into; sized before any pointer is taken.
+  std::vector<const void*> in_ptrs_;
+  std::vector<void*> out_ptrs_;
+  std::vector<TensorType> types_;
+};
+
+}  // namespace nnasm

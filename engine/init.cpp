@@ -1,0 +1,79 @@
+// Seeded initializers (zeros … he_normal). The generator and the normal transform are our own
+// (splitmix64 + Box–Muller) because std::normal_distribution differs between standard libraries,
+// and one seed must give the same model everywhere.
+#include "engine/init.h"
+
+#include <cmath>
+
+#include <xxhash.h>
+
+namespace nnasm {
+namespace {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t s) : s_(s) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  uint64_t s_;
+};
+
+}  // namespace
+
+void fan_in_out(const Shape& s, double* fan_in, double* fan_out) {
+  if (s.rank <= 1) {
+    *fan_in = *fan_out = s.rank ? static_cast<double>(s[0]) : 1.0;
+  } else if (s.rank == 2) {
+    *fan_in = static_cast<double>(s[0]);
+    *fan_out = static_cast<double>(s[1]);
+  } else {
+    double rf = 1;
+    for (int i = 2; i < s.rank; ++i) rf *= static_cast<double>(s[i]);
+    *fan_in = static_cast<double>(s[1]) * rf;
+    *fan_out = static_cast<double>(s[0]) * rf;
+  }
+}
+
+void init_tensor(Tensor& t, uint64_t seed) {
+  const TensorDesc& d = t.desc;
+  const int64_t n = t.numel();
+  Rng rng(seed ^ XXH3_64bits(d.name.data(), d.name.size()));
+  double fi, fo;
+  fan_in_out(d.type.shape, &fi, &fo);
+  auto value = [&](int64_t i) -> double {
+    if (!d.values.empty()) return d.values[i];
+    switch (d.init.kind) {
+      case InitKind::NONE:
+      case InitKind::ZEROS: return 0;
+      case InitKind::ONES: return 1;
+      case InitKind::CONSTANT: return d.init.a;
+      case InitKind::UNIFORM: return d.init.a + (d.init.b - d.init.a) * rng.uniform();
+      case InitKind::NORMAL: return d.init.a + d.init.b * rng.normal();
+      case InitKind::XAVIER_UNIFORM: return std::sqrt(6.0 / (fi + fo)) * (2 * rng.uniform() - 1);
+      case InitKind::XAVIER_NORMAL: return std::sqrt(2.0 / (fi + fo)) * rng.normal();
+      case InitKind::HE_UNIFORM: return std::sqrt(6.0 / fi) * (2 * rng.uniform() - 1);
+      case InitKind::HE_NORMAL: return std::sqrt(2.0 / fi) * rng.normal();
+    }
+    return 0;
+  };
+  if (d.type.dtype == DType::I32) {
+    for (int64_t i = 0; i < n; ++i) t.i32()[i] = static_cast<int32_t>(value(i));
+  } else {
+    for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(value(i));
+  }
+}
+
+}  // namespace nnasm

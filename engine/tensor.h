@@ -1,0 +1,80 @@
+// Tensors: a descriptor (id, name, type, role, initialization) and 64-byte-aligned storage for
+// data and, when needed, gradient. Storage is padded to a whole number of 64-byte lines so vector
+// kernels may load the last partial vector without faulting.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/shape.h"
+
+namespace nnasm {
+
+using TensorId = uint64_t;  // unique within a Context
+constexpr TensorId NO_TENSOR = 0;
+
+enum class Role : uint8_t { INPUT, OUTPUT, PARAM, CONST, TEMPORARY };
+const char* role_name(Role r);  // "input", "output", ...
+
+enum class InitKind : uint8_t {
+  NONE, ZEROS, ONES, CONSTANT, UNIFORM, NORMAL, XAVIER_UNIFORM, XAVIER_NORMAL, HE_UNIFORM, HE_NORMAL
+};
+const char* init_name(InitKind k);                 // "he_normal"
+bool init_from_name(const std::string& s, InitKind* out);
+
+// How a param is initialized. `a`, `b` are the kind's arguments: CONSTANT value; UNIFORM low, high;
+// NORMAL mean, std. The fan-based kinds take no arguments.
+struct InitSpec {
+  InitKind kind = InitKind::NONE;
+  double a = 0, b = 0;
+  bool operator==(const InitSpec& o) const { return kind == o.kind && a == o.a && b == o.b; }
+};
+
+struct TensorDesc {
+  TensorId id = NO_TENSOR;
+  std::string name;  // unique in its program; the listing shows it as %name or @name
+  TensorType type;
+  Role role = Role::TEMPORARY;
+  bool is_output = false;  // listed by `output %name`; a temporary may also be an output
+  InitSpec init;
+  std::vector<double> values;  // inline values of a const (or param), row-major; empty if none
+
+  // `@` for params and constants, `%` for everything else.
+  char sigil() const { return role == Role::PARAM || role == Role::CONST ? '@' : '%'; }
+};
+
+// Owns one 64-byte-aligned, zero-initialized block, or nothing if allocation failed. Move-only.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes);
+  ~AlignedBuffer();
+  AlignedBuffer(AlignedBuffer&& o) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  void* data() const { return p_; }
+  size_t bytes() const { return bytes_; }
+  bool empty() const { return p_ == nullptr; }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct Tensor {
+  TensorDesc desc;
+  AlignedBuffer data;
+  AlignedBuffer grad;
+
+  // Allocates zeroed data storage if absent; false if the allocation failed. Requires the shape
+  // to be final (its size checked against limits by whoever made it).
+  bool allocate();
+  bool allocated() const { return !data.empty(); }
+  float* f32() const { return static_cast<float*>(data.data()); }
+  int32_t* i32() const { return static_cast<int32_t*>(data.data()); }
+  int64_t numel() const { return desc.type.shape.numel(); }
+};
+
+}  // namespace nnasm

@@ -1,0 +1,72 @@
+// The opcode enum and the static per-opcode facts (mnemonic, operand counts, immediate schema),
+// all expanded from isa/opcodes.def.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nnasm {
+
+enum OpFlags : uint32_t {
+  OPF_COMMUTATIVE = 1u << 0,  // inputs may be swapped
+  OPF_ACTIVATION = 1u << 1,   // fusable as an epilogue
+  OPF_ANY_DTYPE = 1u << 2,    // moves bytes; works for f32 and i32 alike
+};
+
+enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA };
+
+enum class Opcode : uint16_t {
+  INVALID = 0,
+#define OPCODE(id, NAME, MN, NIN, NOUT, SCHEMA, CAT, FLAGS) NAME = id,
+#include "isa/opcodes.def"
+#undef OPCODE
+};
+
+enum class ImmType : uint8_t { F32, I64, BOOL, INTS, ENUM };
+
+// A value of an immediate. Which member is meaningful follows the schema's type; ENUM stores the
+// index of the identifier in `choices` in `i` (and its text in `ident` for printing).
+struct Imm {
+  ImmType type = ImmType::F32;
+  double f = 0;
+  int64_t i = 0;
+  std::vector<int64_t> ints;
+  std::string ident;
+  bool operator==(const Imm& o) const;
+};
+
+struct ImmSpec {
+  std::string key;
+  ImmType type;
+  std::vector<std::string> choices;  // ENUM only
+  bool has_default = false;
+  Imm default_value;
+};
+
+struct OpInfo {
+  Opcode op;
+  const char* mnemonic;
+  int n_in;  // -1: variadic, at least one
+  int n_out;
+  OpCategory category;
+  uint32_t flags;
+  std::vector<ImmSpec> imms;  // parsed from the schema string
+};
+
+// All opcodes in table order.
+const std::vector<OpInfo>& all_ops();
+// Facts for one opcode; `op` must be a valid opcode (see opcode_from_id).
+const OpInfo& op_info(Opcode op);
+// nullptr when `mnemonic` names no opcode.
+const OpInfo* op_by_mnemonic(std::string_view mnemonic);
+// Opcode::INVALID when `id` is not in the table (files store ids).
+Opcode opcode_from_id(uint32_t id);
+// Index of `key` in the op's immediate schema, or -1.
+int imm_index(const OpInfo& info, std::string_view key);
+// Formats an immediate value as the listing writes it ("1", "0.5", "[1,2]", "tanh").
+std::string imm_to_string(const Imm& v);
+// A value that prints and reads back as the same float: the shortest round-trip form.
+std::string float_to_string(double v);
+
+}  // namespace nnasm

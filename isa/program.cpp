@@ -1,0 +1,176 @@
+// Program construction and its structural verifier (operand counts, immediates, def-before-use,
+// single definition); types come from the ops' shape inference through infer_types().
+#include "isa/program.h"
+
+#include <fmt/format.h>
+
+namespace nnasm {
+
+Status check_shape(const Shape& s, const std::string& what) {
+  if (s.rank < 0 || s.rank > MAX_RANK)
+    return Status::errorf("{}: rank {} is outside 0..{}", what, s.rank, MAX_RANK);
+  int64_t n = 1;
+  for (int i = 0; i < s.rank; ++i) {
+    if (s.dims[i] <= 0) return Status::errorf("{}: dimension {} is {}, must be positive", what, i, s.dims[i]);
+    if (s.dims[i] > MAX_TENSOR_ELEMENTS || n > MAX_TENSOR_ELEMENTS / s.dims[i])
+      return Status::errorf("{}: shape {} has more than {} elements", what, s.str(), MAX_TENSOR_ELEMENTS);
+    n *= s.dims[i];
+  }
+  return Status::ok();
+}
+
+Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
+  if (d.name.empty()) return Status::error("tensor has no name");
+  if (by_name_.count(d.name)) return Status::errorf("redefinition of tensor '{}'", d.name);
+  if (type_known) NNASM_TRY(check_shape(d.type.shape, fmt::format("tensor '{}'", d.name)));
+  if (!d.values.empty() && static_cast<int64_t>(d.values.size()) != d.type.shape.numel())
+    return Status::errorf("tensor '{}' has {} values but shape {} holds {}", d.name, d.values.size(),
+                          d.type.shape.str(), d.type.shape.numel());
+  bool defined = d.role == Role::INPUT || d.role == Role::PARAM || d.role == Role::CONST;
+  if (defined && !type_known) return Status::errorf("{} '{}' needs a type", role_name(d.role), d.name);
+  Tensor& t = ctx_->add(std::move(d));
+  TensorId id = t.desc.id;
+  order_.push_back(id);
+  by_name_[t.desc.name] = id;
+  if (!type_known) untyped_.insert(id);
+  if (defined) defined_.insert(id);
+  return id;
+}
+
+void Program::mark_output(TensorId id) { desc(id).is_output = true; }
+
+TensorId Program::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? NO_TENSOR : it->second;
+}
+
+std::vector<TensorId> Program::outputs() const {
+  std::vector<TensorId> v;
+  for (TensorId id : order_)
+    if (desc(id).is_output) v.push_back(id);
+  return v;
+}
+
+std::vector<TensorId> Program::inputs() const {
+  std::vector<TensorId> v;
+  for (TensorId id : order_)
+    if (desc(id).role == Role::INPUT) v.push_back(id);
+  return v;
+}
+
+std::string Program::fresh_name(const std::string& prefix) {
+  int& k = name_counter_[prefix];
+  for (;; ++k) {
+    std::string n = fmt::format("{}{}", prefix, k);
+    if (!by_name_.count(n)) {
+      ++k;
+      return n;
+    }
+  }
+}
+
+namespace {
+bool imm_type_matches(ImmType schema, const Imm& v) {
+  return v.type == schema;
+}
+}  // namespace
+
+Status Program::append(Instruction ins) {
+  if (opcode_from_id(static_cast<uint32_t>(ins.op)) == Opcode::INVALID)
+    return Status::errorf("invalid opcode {}", static_cast<int>(ins.op));
+  const OpInfo& info = op_info(ins.op);
+  const int n_in = static_cast<int>(ins.in.size()), n_out = static_cast<int>(ins.out.size());
+  if (info.n_in >= 0 && n_in != info.n_in)
+    return Status::errorf("{} takes {} input{}, got {}", info.mnemonic, info.n_in, info.n_in == 1 ? "" : "s", n_in);
+  if (info.n_in < 0 && n_in < 1) return Status::errorf("{} takes at least 1 input, got 0", info.mnemonic);
+  if (n_out != info.n_out)
+    return Status::errorf("{} takes {} output{}, got {}", info.mnemonic, info.n_out, info.n_out == 1 ? "" : "s", n_out);
+  if (ins.imm.size() != info.imms.size())
+    return Status::errorf("{} has {} immediates, got {}", info.mnemonic, info.imms.size(), ins.imm.size());
+  for (size_t k = 0; k < info.imms.size(); ++k)
+    if (!imm_type_matches(info.imms[k].type, ins.imm[k]))
+      return Status::errorf("{}: immediate '{}' has the wrong type", info.mnemonic, info.imms[k].key);
+
+  std::vector<TensorType> in_types;
+  for (int k = 0; k < n_in; ++k) {
+    const Tensor* t = ctx_->find(ins.in[k]);
+    if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.in[k])
+      return Status::errorf("{}: input {} is not a tensor of this program", info.mnemonic, k + 1);
+    if (!defined_.count(ins.in[k]))
+      return Status::errorf("{}: input {} ({}{}) is used before it is defined", info.mnemonic, k + 1,
+                            t->desc.sigil(), t->desc.name);
+    in_types.push_back(t->desc.type);
+  }
+  for (int k = 0; k < n_out; ++k) {
+    const Tensor* t = ctx_->find(ins.out[k]);
+    if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.out[k])
+      return Status::errorf("{}: output {} is not a tensor of this program", info.mnemonic, k + 1);
+    if (defined_.count(ins.out[k]))
+      return Status::errorf("{}: redefinition of {}{}", info.mnemonic, t->desc.sigil(), t->desc.name);
+    for (int j = 0; j < k; ++j)
+      if (ins.out[j] == ins.out[k])
+        return Status::errorf("{}: output {}{} is named twice", info.mnemonic, t->desc.sigil(), t->desc.name);
+  }
+
+  std::vector<TensorType> out_types(n_out);
+  NNASM_TRY(infer_types(ins, in_types, &out_types));
+  for (int k = 0; k < n_out; ++k) {
+    const TensorDesc& d = desc(ins.out[k]);
+    NNASM_TRY(check_shape(out_types[k].shape, fmt::format("{}: output %{}", info.mnemonic, d.name)));
+    if (!untyped_.count(ins.out[k]) && !(d.type == out_types[k]))
+      return Status::errorf("{}: output %{} is declared {} but the instruction makes {}", info.mnemonic,
+                            d.name, d.type.str(), out_types[k].str());
+  }
+  for (int k = 0; k < n_out; ++k) {
+    desc(ins.out[k]).type = out_types[k];
+    untyped_.erase(ins.out[k]);
+    defined_.insert(ins.out[k]);
+  }
+  code_.push_back(std::move(ins));
+  return Status::ok();
+}
+
+Result<std::vector<TensorId>> Program::append_new(Instruction ins, const std::string& prefix) {
+  const int n_out = ins.op == Opcode::INVALID ? 0 : op_info(ins.op).n_out;
+  ins.out.clear();
+  for (int k = 0; k < n_out; ++k) {
+    TensorDesc d;
+    d.name = fresh_name(prefix);
+    ins.out.push_back(declare(std::move(d), false).value());  // a fresh name cannot collide
+  }
+  std::vector<TensorId> outs = ins.out;
+  Status s = append(std::move(ins));
+  if (!s) {
+    for (TensorId id : outs) {
+      by_name_.erase(desc(id).name);
+      untyped_.erase(id);
+      order_.pop_back();
+      ctx_->remove(id);
+    }
+    return s;
+  }
+  return outs;
+}
+
+Status Program::rename(TensorId id, const std::string& name) {
+  if (name.empty()) return Status::error("empty tensor name");
+  const std::string old = desc(id).name;
+  if (name == old) return Status::ok();
+  if (by_name_.count(name)) return Status::errorf("cannot rename '{}' to '{}': the name is taken", old, name);
+  by_name_.erase(old);
+  by_name_[name] = id;
+  desc(id).name = name;
+  return Status::ok();
+}
+
+Status Program::finish() const {
+  for (TensorId id : order_) {
+    const TensorDesc& d = desc(id);
+    if (!defined_.count(id))
+      return Status::errorf("{}{} is {} but no instruction defines it", d.sigil(), d.name,
+                            d.is_output ? "an output" : "declared");
+  }
+  return Status::ok();
+}
+
+}  // namespace nnasm

@@ -1,0 +1,78 @@
+// A Program: the tensor declarations and the ordered instruction list. Its tensors live in a
+// Context's tensor map; the program keeps their declaration order and a name index. Appending an
+// instruction validates it against the opcode table and runs the op's shape inference, so a
+// program is always well-typed. Not thread-safe.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/context.h"
+#include "engine/status.h"
+#include "isa/instruction.h"
+
+namespace nnasm {
+
+// Size limits checked whenever a shape enters a program, so that nothing is ever allocated from
+// an unchecked number (listing files, later model files).
+constexpr int64_t MAX_TENSOR_ELEMENTS = int64_t(1) << 32;
+
+class Program {
+ public:
+  explicit Program(Context& ctx) : ctx_(&ctx) {}
+
+  Context& context() const { return *ctx_; }
+
+  // Declares a tensor. Inputs, params and consts need a type; a temporary (or an output declared
+  // before the instruction that defines it) may leave `type_known` false until an instruction
+  // defines it. Errors: empty or duplicate name, bad shape, value count not matching the shape.
+  Result<TensorId> declare(TensorDesc desc, bool type_known = true);
+  // Marks a tensor as a program output.
+  void mark_output(TensorId id);
+
+  // Validates `ins` (operand counts, immediates, operands defined, shape inference), sets the
+  // types of its outputs, and appends it. On error nothing changes.
+  Status append(Instruction ins);
+  // Appends `ins` with `n_out` new temporaries as its outputs, named `prefix`N (ins.out is
+  // replaced). Returns their ids; on error nothing changes (the temporaries are not kept).
+  Result<std::vector<TensorId>> append_new(Instruction ins, const std::string& prefix = "t");
+  // Renames a tensor; errors if the name is taken or empty.
+  Status rename(TensorId id, const std::string& name);
+
+  const TensorDesc& desc(TensorId id) const { return ctx_->at(id).desc; }
+  TensorDesc& desc(TensorId id) { return ctx_->at(id).desc; }
+  // NO_TENSOR if no tensor has that name.
+  TensorId find(const std::string& name) const;
+  bool type_known(TensorId id) const { return !untyped_.count(id); }
+  bool defined(TensorId id) const { return defined_.count(id) > 0; }
+
+  const std::vector<TensorId>& tensors() const { return order_; }  // declaration order
+  std::vector<TensorId> outputs() const;
+  std::vector<TensorId> inputs() const;
+  const std::vector<Instruction>& code() const { return code_; }
+
+  // A name not used yet: prefix followed by the smallest free number ("t0", "t1", ...).
+  std::string fresh_name(const std::string& prefix);
+  // Checks that every output and every declared tensor is defined; call when done recording.
+  Status finish() const;
+
+ private:
+  Context* ctx_;
+  std::vector<TensorId> order_;
+  std::unordered_map<std::string, TensorId> by_name_;
+  std::unordered_set<TensorId> untyped_;
+  std::unordered_set<TensorId> defined_;
+  std::vector<Instruction> code_;
+  std::unordered_map<std::string, int> name_counter_;
+};
+
+// Shape inference of one instruction, implemented by the op registry (ops/registry.cpp):
+// `in` holds the input types in order; fills `out` (n_out entries). The message names the op and
+// the operands; the caller adds the location.
+Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
+
+// Checks a shape against the rank and size limits; `what` names it in the message.
+Status check_shape(const Shape& s, const std::string& what);
+
+}  // namespace nnasm

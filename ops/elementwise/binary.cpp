@@ -1,0 +1,68 @@
+// The binary elementwise family, with numpy broadcasting of trailing dimensions.
+//
+// Computes   y = f(a, b) elementwise:
+//   ADD [alpha, beta]  alpha·a + beta·b      SUB      a − b
+//   MUL                a·b                   DIV      a / b (IEEE: ±inf or NaN on 0)
+//   MAXIMUM            max(a, b)             MINIMUM  min(a, b)
+// Inputs     a, b: f32; shapes broadcast numpy-style (trailing dimensions aligned; a dimension
+//            of 1, or a missing one, stretches).
+// Outputs    y: f32, the broadcast shape.
+// Gradient   added with autodiff (training issue); broadcast dimensions reduce by sum.
+// Kernels    reference loop here; JIT comes with the shared elementwise generator.
+// Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
+#include <cmath>
+
+#include "ops/elementwise/broadcast.h"
+#include "ops/op.h"
+
+namespace nnasm {
+namespace {
+
+struct Params {
+  float alpha = 1, beta = 1;
+};
+
+float f_add(float a, float b, Params p) { return p.alpha * a + p.beta * b; }
+float f_sub(float a, float b, Params) { return a - b; }
+float f_mul(float a, float b, Params) { return a * b; }
+float f_div(float a, float b, Params) { return a / b; }
+float f_maximum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+float f_minimum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+
+template <float (*F)(float, float, Params)>
+void binary_ref(const KernelArgs* k) {
+  const float* a = static_cast<const float*>(k->in[0]);
+  const float* b = static_cast<const float*>(k->in[1]);
+  float* y = static_cast<float*>(k->out[0]);
+  Params p;
+  if (k->ins->imm.size() == 2) {
+    p.alpha = static_cast<float>(k->ins->f(0));
+    p.beta = static_cast<float>(k->ins->f(1));
+  }
+  BroadcastWalk(k->out_type[0].shape, k->in_type[0].shape, k->in_type[1].shape)
+      .for_each([&](int64_t o, int64_t ia, int64_t ib) { y[o] = F(a[ia], b[ib], p); });
+}
+
+Status binary_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  NNASM_TRY(require_f32(ins, in));
+  Shape s;
+  if (!broadcast_shapes(in[0].shape, in[1].shape, &s))
+    return Status::errorf("{}: {} does not broadcast with {}", ins.info().mnemonic, operand_str(ins, 0, in[0]),
+                          operand_str(ins, 1, in[1]));
+  (*out)[0] = TensorType{DType::F32, s};
+  return Status::ok();
+}
+
+}  // namespace
+
+#define BINARY_OP(NAME, FN) \
+  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>}; }
+BINARY_OP(ADD, f_add)
+BINARY_OP(SUB, f_sub)
+BINARY_OP(MUL, f_mul)
+BINARY_OP(DIV, f_div)
+BINARY_OP(MAXIMUM, f_maximum)
+BINARY_OP(MINIMUM, f_minimum)
+#undef BINARY_OP
+
+}  // namespace nnasm

@@ -1,0 +1,44 @@
+// What every op file provides to the registry: shape inference and a reference kernel, behind one
+// calling convention. Kernels take `const KernelArgs*` (the same convention the JIT will use):
+// operand pointers, operand types and the instruction (for immediates), all resolved at prepare.
+#pragma once
+#include <vector>
+
+#include "engine/status.h"
+#include "isa/instruction.h"
+
+namespace nnasm {
+
+struct KernelArgs {
+  const void* const* in;     // n_in data pointers, 64-byte aligned
+  void* const* out;          // n_out data pointers
+  const TensorType* in_type;  // n_in types
+  const TensorType* out_type;
+  const Instruction* ins;    // immediates
+  int n_in;
+  int n_out;
+};
+
+using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
+// Requires: operands match the types shape inference produced; outputs do not alias inputs.
+// Must not allocate (it runs on the hot path).
+using KernelFn = void (*)(const KernelArgs* args);
+
+struct OpHooks {
+  ShapeFn shape;
+  KernelFn ref;
+};
+
+// One function per opcode, defined in that op's file; a missing one is a link error.
+#define OPCODE(id, NAME, MN, NIN, NOUT, SCHEMA, CAT, FLAGS) OpHooks op_hooks_##NAME();
+#include "isa/opcodes.def"
+#undef OPCODE
+
+// The hooks of `op` (a valid opcode).
+const OpHooks& op_hooks(Opcode op);
+
+// Shared shape checks, so every op words its errors alike.
+Status require_f32(const Instruction& ins, const std::vector<TensorType>& in);
+std::string operand_str(const Instruction& ins, int k, const TensorType& t);  // "operand 2 (f32[3,4])"
+
+}  // namespace nnasm

@@ -1,0 +1,59 @@
+// REDUCE_SUM, REDUCE_MEAN, REDUCE_MAX along one axis.
+//
+// Computes   y = Σ x, mean x, or max x along `axis`.
+// Inputs     x: f32, rank ≥ 1.
+// Outputs    y: f32, x's shape without the axis (or with it as 1 when keepdims=1).
+// Immediates axis: i64, default −1; keepdims: bool, default 0.
+// Gradient   added with autodiff (training issue).
+// Kernels    reference: one pass per output element, f32 accumulation in index order.
+// Notes      REDUCE_MAX propagates NaN.
+#include <cmath>
+
+#include "ops/reduce/axis.h"
+
+namespace nnasm {
+namespace {
+
+enum { AXIS, KEEPDIMS };
+enum class Kind { SUM, MEAN, MAX };
+
+Status reduce_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  NNASM_TRY(require_f32(ins, in));
+  int axis;
+  NNASM_TRY(axis_of(ins, AXIS, in[0], &axis));
+  Shape y;
+  for (int i = 0; i < in[0].shape.rank; ++i) {
+    if (i == axis && !ins.i(KEEPDIMS)) continue;
+    y.dims[y.rank++] = i == axis ? 1 : in[0].shape[i];
+  }
+  (*out)[0] = TensorType{DType::F32, y};
+  return Status::ok();
+}
+
+template <Kind K>
+void reduce_ref(const KernelArgs* k) {
+  const Shape& s = k->in_type[0].shape;
+  const AxisSplit sp = split_at(s, normalize_axis(k->ins->i(AXIS), s.rank));
+  const float* x = static_cast<const float*>(k->in[0]);
+  float* y = static_cast<float*>(k->out[0]);
+  for (int64_t o = 0; o < sp.outer; ++o)
+    for (int64_t i = 0; i < sp.inner; ++i) {
+      const float* xr = x + o * sp.len * sp.inner + i;
+      float acc = K == Kind::MAX ? -INFINITY : 0.f;
+      for (int64_t j = 0; j < sp.len; ++j) {
+        const float v = xr[j * sp.inner];
+        if (K == Kind::MAX) acc = (std::isnan(v) || v > acc) ? v : acc;
+        else acc += v;
+        if (K == Kind::MAX && std::isnan(acc)) break;
+      }
+      y[o * sp.inner + i] = K == Kind::MEAN ? acc / static_cast<float>(sp.len) : acc;
+    }
+}
+
+}  // namespace
+
+OpHooks op_hooks_REDUCE_SUM() { return {reduce_shape, reduce_ref<Kind::SUM>}; }
+OpHooks op_hooks_REDUCE_MEAN() { return {reduce_shape, reduce_ref<Kind::MEAN>}; }
+OpHooks op_hooks_REDUCE_MAX() { return {reduce_shape, reduce_ref<Kind::MAX>}; }
+
+}  // namespace nnasm

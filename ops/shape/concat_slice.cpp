@@ -1,0 +1,99 @@
+// CONCAT and SLICE: joining and cutting along one axis.
+//
+// Computes   CONCAT  y = the inputs joined along `axis`, in operand order.
+//            SLICE   y = x[..., start:end, ...] along `axis`.
+// Inputs     CONCAT: one or more tensors of one dtype (f32 or i32) and rank, equal in every
+//            dimension but `axis`. SLICE: x, f32 or i32.
+// Outputs    y: the inputs' dtype.
+// Immediates CONCAT: axis: i64, default 0. SLICE: axis, start, end: i64, required. start and end
+//            follow Python: negative counts from the end, out-of-range values clamp; the slice
+//            must not be empty.
+// Gradient   added with autodiff (training issue): slices of dY / dY padded with zeros.
+// Kernels    row copies (memcpy per outer index).
+#include <algorithm>
+#include <cstring>
+
+#include "ops/reduce/axis.h"
+
+namespace nnasm {
+namespace {
+
+enum { CONCAT_AXIS = 0 };
+enum { SLICE_AXIS = 0, SLICE_START, SLICE_END };
+
+Status concat_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  int axis;
+  NNASM_TRY(axis_of(ins, CONCAT_AXIS, in[0], &axis));
+  Shape y = in[0].shape;
+  for (size_t k = 1; k < in.size(); ++k) {
+    const int kk = static_cast<int>(k);
+    if (in[k].dtype != in[0].dtype || in[k].shape.rank != y.rank)
+      return Status::errorf("CONCAT: {} does not match {} in dtype and rank", operand_str(ins, kk, in[k]),
+                            operand_str(ins, 0, in[0]));
+    for (int d = 0; d < y.rank; ++d)
+      if (d != axis && in[k].shape[d] != y[d])
+        return Status::errorf("CONCAT: {} differs from {} in dimension {} (only axis {} may differ)",
+                              operand_str(ins, kk, in[k]), operand_str(ins, 0, in[0]), d, axis);
+    y[axis] += in[k].shape[axis];
+  }
+  (*out)[0] = TensorType{in[0].dtype, y};
+  return Status::ok();
+}
+
+void concat_ref(const KernelArgs* k) {
+  const Shape& ys = k->out_type[0].shape;
+  const int axis = normalize_axis(k->ins->i(CONCAT_AXIS), ys.rank);
+  const AxisSplit out = split_at(ys, axis);
+  char* y = static_cast<char*>(k->out[0]);
+  int64_t offset = 0;  // elements into an output row
+  for (int i = 0; i < k->n_in; ++i) {
+    const AxisSplit s = split_at(k->in_type[i].shape, axis);
+    const int64_t row = s.len * s.inner;
+    const char* x = static_cast<const char*>(k->in[i]);
+    for (int64_t o = 0; o < s.outer; ++o)
+      std::memcpy(y + (o * out.len * out.inner + offset) * 4, x + o * row * 4, static_cast<size_t>(row) * 4);
+    offset += row;
+  }
+}
+
+// Python-style bounds of a slice of a dimension of length n.
+void slice_bounds(int64_t start, int64_t end, int64_t n, int64_t* lo, int64_t* hi) {
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  *lo = std::clamp<int64_t>(start, 0, n);
+  *hi = std::clamp<int64_t>(end, 0, n);
+}
+
+Status slice_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  int axis;
+  NNASM_TRY(axis_of(ins, SLICE_AXIS, in[0], &axis));
+  int64_t lo, hi;
+  slice_bounds(ins.i(SLICE_START), ins.i(SLICE_END), in[0].shape[axis], &lo, &hi);
+  if (hi <= lo)
+    return Status::errorf("SLICE: [{}:{}] along axis {} of {} is empty", ins.i(SLICE_START), ins.i(SLICE_END), axis,
+                          operand_str(ins, 0, in[0]));
+  Shape y = in[0].shape;
+  y[axis] = hi - lo;
+  (*out)[0] = TensorType{in[0].dtype, y};
+  return Status::ok();
+}
+
+void slice_ref(const KernelArgs* k) {
+  const Shape& xs = k->in_type[0].shape;
+  const int axis = normalize_axis(k->ins->i(SLICE_AXIS), xs.rank);
+  const AxisSplit s = split_at(xs, axis);
+  int64_t lo, hi;
+  slice_bounds(k->ins->i(SLICE_START), k->ins->i(SLICE_END), s.len, &lo, &hi);
+  const int64_t row = (hi - lo) * s.inner;
+  const char* x = static_cast<const char*>(k->in[0]);
+  char* y = static_cast<char*>(k->out[0]);
+  for (int64_t o = 0; o < s.outer; ++o)
+    std::memcpy(y + o * row * 4, x + (o * s.len + lo) * s.inner * 4, static_cast<size_t>(row) * 4);
+}
+
+}  // namespace
+
+OpHooks op_hooks_CONCAT() { return {concat_shape, concat_ref}; }
+OpHooks op_hooks_SLICE() { return {slice_shape, slice_ref}; }
+
+}  // namespace nnasm

@@ -1,0 +1,59 @@
+// RESHAPE: the same elements under a new shape.
+//
+// Computes   y = x viewed as `shape` (row-major order unchanged).
+// Inputs     x: f32 or i32, any shape.
+// Outputs    y: x's dtype, `shape`; one entry may be −1 (inferred from the element count).
+// Immediates shape: ints, required.
+// Gradient   added with autodiff (training issue): reshape back.
+// Kernels    a copy (the memory planner of a later issue can make it free by aliasing).
+#include <cstring>
+
+#include "ops/op.h"
+
+namespace nnasm {
+namespace {
+
+enum { SHAPE };
+
+Status reshape_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  const std::vector<int64_t>& want = ins.ints(SHAPE);
+  if (static_cast<int>(want.size()) > MAX_RANK)
+    return Status::errorf("RESHAPE: shape has rank {}, at most {} allowed", want.size(), MAX_RANK);
+  Shape y;
+  y.rank = static_cast<int>(want.size());
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < y.rank; ++i) {
+    if (want[i] == -1) {
+      if (infer >= 0) return Status::error("RESHAPE: shape has more than one -1");
+      infer = i;
+      continue;
+    }
+    if (want[i] <= 0) return Status::errorf("RESHAPE: dimension {} is {}, must be positive or -1", i, want[i]);
+    if (known > in[0].shape.numel()) break;  // guards the product against overflow
+    y[i] = want[i];
+    known *= want[i];
+  }
+  const int64_t n = in[0].shape.numel();
+  if (infer >= 0) {
+    if (known == 0 || n % known) goto mismatch;
+    y[infer] = n / known;
+  } else if (known != n) {
+    goto mismatch;
+  }
+  (*out)[0] = TensorType{in[0].dtype, y};
+  return Status::ok();
+mismatch:
+  return Status::errorf("RESHAPE: {} has {} elements, which shape [{}] cannot hold", operand_str(ins, 0, in[0]), n,
+                        fmt::join(want, ","));
+}
+
+void copy_bytes(const KernelArgs* k) {
+  std::memcpy(k->out[0], k->in[0], static_cast<size_t>(k->in_type[0].shape.numel()) * 4);
+}
+
+}  // namespace
+
+OpHooks op_hooks_RESHAPE() { return {reshape_shape, copy_bytes}; }
+
+}  // namespace nnasm

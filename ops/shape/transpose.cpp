@@ -1,0 +1,65 @@
+// TRANSPOSE: permute dimensions.
+//
+// Computes   y[j_0, ..., j_{r−1}] = x[i_0, ..., i_{r−1}] with j_d = i_{perm[d]}, i.e. output
+//            dimension d is input dimension perm[d] (numpy.transpose semantics).
+// Inputs     x: f32 or i32, rank r.
+// Outputs    y: x's dtype; shape[d] = x.shape[perm[d]].
+// Immediates perm: ints, a permutation of 0..r−1 (negative entries count from the end).
+// Gradient   added with autodiff (training issue): transpose by the inverse permutation.
+// Kernels    reference: walk the output in order with a strided input offset.
+#include <array>
+#include <cstdint>
+
+#include "ops/op.h"
+
+namespace nnasm {
+namespace {
+
+enum { PERM };
+
+Status transpose_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  const std::vector<int64_t>& perm = ins.ints(PERM);
+  const Shape& x = in[0].shape;
+  if (static_cast<int>(perm.size()) != x.rank)
+    return Status::errorf("TRANSPOSE: perm [{}] has {} entries but {} has rank {}", fmt::join(perm, ","),
+                          perm.size(), operand_str(ins, 0, in[0]), x.rank);
+  std::array<bool, MAX_RANK> seen{};
+  Shape y;
+  y.rank = x.rank;
+  for (int d = 0; d < x.rank; ++d) {
+    const int p = normalize_axis(perm[d], x.rank);
+    if (p < 0 || seen[p])
+      return Status::errorf("TRANSPOSE: perm [{}] is not a permutation of 0..{}", fmt::join(perm, ","), x.rank - 1);
+    seen[p] = true;
+    y[d] = x[p];
+  }
+  (*out)[0] = TensorType{in[0].dtype, y};
+  return Status::ok();
+}
+
+void transpose_ref(const KernelArgs* k) {
+  const Shape &x = k->in_type[0].shape, &y = k->out_type[0].shape;
+  const std::vector<int64_t>& perm = k->ins->ints(PERM);
+  const int r = y.rank;
+  std::array<int64_t, MAX_RANK> step{}, idx{};
+  for (int d = 0; d < r; ++d) step[d] = x.stride(normalize_axis(perm[d], r));
+  const uint32_t* src = static_cast<const uint32_t*>(k->in[0]);
+  uint32_t* dst = static_cast<uint32_t*>(k->out[0]);
+  const int64_t n = y.numel();
+  int64_t off = 0;
+  for (int64_t o = 0; o < n; ++o) {
+    dst[o] = src[off];
+    for (int d = r - 1; d >= 0; --d) {
+      off += step[d];
+      if (++idx[d] < y[d]) break;
+      off -= step[d] * y[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+OpHooks op_hooks_TRANSPOSE() { return {transpose_shape, transpose_ref}; }
+
+}  // namespace nnasm
