@@ -69,12 +69,6 @@ std::string Program::fresh_name(const std::string& prefix) {
   }
 }
 
-namespace {
-bool imm_type_matches(ImmType schema, const Imm& v) {
-  return v.type == schema;
-}
-}  // namespace
-
 Status Program::append(Instruction ins) {
   if (opcode_from_id(static_cast<uint32_t>(ins.op)) == Opcode::INVALID)
     return Status::errorf("invalid opcode {}", static_cast<int>(ins.op));
@@ -87,9 +81,15 @@ Status Program::append(Instruction ins) {
     return Status::errorf("{} takes {} output{}, got {}", info.mnemonic, info.n_out, info.n_out == 1 ? "" : "s", n_out);
   if (ins.imm.size() != info.imms.size())
     return Status::errorf("{} has {} immediates, got {}", info.mnemonic, info.imms.size(), ins.imm.size());
-  for (size_t k = 0; k < info.imms.size(); ++k)
-    if (!imm_type_matches(info.imms[k].type, ins.imm[k]))
-      return Status::errorf("{}: immediate '{}' has the wrong type", info.mnemonic, info.imms[k].key);
+  for (size_t k = 0; k < info.imms.size(); ++k) {
+    const ImmSpec& spec = info.imms[k];
+    const Imm& v = ins.imm[k];
+    if (v.type != spec.type)
+      return Status::errorf("{}: immediate '{}' has the wrong type", info.mnemonic, spec.key);
+    if ((v.type == ImmType::BOOL && v.i != 0 && v.i != 1) ||
+        (v.type == ImmType::ENUM && (v.i < 0 || v.i >= static_cast<int64_t>(spec.choices.size()))))
+      return Status::errorf("{}: immediate '{}' has an invalid value {}", info.mnemonic, spec.key, v.i);
+  }
 
   std::vector<TensorType> in_types;
   for (int k = 0; k < n_in; ++k) {

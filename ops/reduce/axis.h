@@ -21,6 +21,13 @@ inline AxisSplit split_at(const Shape& s, int axis) {
   return r;
 }
 
+// The split of a kernel's first input around the axis held in immediate `imm_k` (already
+// verified by shape inference).
+inline AxisSplit split_at(const KernelArgs* k, int imm_k) {
+  const Shape& s = k->in_type[0].shape;
+  return split_at(s, normalize_axis(k->ins->i(imm_k), s.rank));
+}
+
 // Normalizes immediate `imm_k` as an axis of `t`; error names the op and operand.
 inline Status axis_of(const Instruction& ins, int imm_k, const TensorType& t, int* axis) {
   const int64_t a = ins.i(imm_k);

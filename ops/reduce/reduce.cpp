@@ -32,8 +32,7 @@ Status reduce_shape(const Instruction& ins, const std::vector<TensorType>& in, s
 
 template <Kind K>
 void reduce_ref(const KernelArgs* k) {
-  const Shape& s = k->in_type[0].shape;
-  const AxisSplit sp = split_at(s, normalize_axis(k->ins->i(AXIS), s.rank));
+  const AxisSplit sp = split_at(k, AXIS);
   const float* x = static_cast<const float*>(k->in[0]);
   float* y = static_cast<float*>(k->out[0]);
   for (int64_t o = 0; o < sp.outer; ++o)

@@ -28,8 +28,7 @@ Status softmax_shape(const Instruction& ins, const std::vector<TensorType>& in, 
 
 template <bool LOG>
 void softmax_ref(const KernelArgs* k) {
-  const Shape& s = k->in_type[0].shape;
-  const AxisSplit sp = split_at(s, normalize_axis(k->ins->i(AXIS), s.rank));
+  const AxisSplit sp = split_at(k, AXIS);
   const float* x = static_cast<const float*>(k->in[0]);
   float* y = static_cast<float*>(k->out[0]);
   for (int64_t o = 0; o < sp.outer; ++o)
@@ -40,8 +39,9 @@ void softmax_ref(const KernelArgs* k) {
       float sum = 0;
       for (int64_t j = 0; j < sp.len; ++j) sum += std::exp(x[base + j * sp.inner] - m);
       if (LOG) {
-        const float lse = m + std::log(sum);
-        for (int64_t j = 0; j < sp.len; ++j) y[base + j * sp.inner] = x[base + j * sp.inner] - lse;
+        // (x − m) − ln Σ, in that order: folding m into ln Σ first would round it at m's scale.
+        const float ls = std::log(sum);
+        for (int64_t j = 0; j < sp.len; ++j) y[base + j * sp.inner] = (x[base + j * sp.inner] - m) - ls;
       } else {
         const float inv = 1.f / sum;
         for (int64_t j = 0; j < sp.len; ++j) y[base + j * sp.inner] = std::exp(x[base + j * sp.inner] - m) * inv;

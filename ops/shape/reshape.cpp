@@ -25,27 +25,29 @@ Status reshape_shape(const Instruction& ins, const std::vector<TensorType>& in, 
   int64_t known = 1;
   for (int i = 0; i < y.rank; ++i) {
     if (want[i] == -1) {
-      if (infer >= 0) return Status::error("RESHAPE: shape has more than one -1");
+      if (infer >= 0)
+        return Status::errorf("RESHAPE: shape [{}] for {} has more than one -1", fmt::join(want, ","),
+                              operand_str(ins, 0, in[0]));
       infer = i;
       continue;
     }
     if (want[i] <= 0) return Status::errorf("RESHAPE: dimension {} is {}, must be positive or -1", i, want[i]);
-    if (known > in[0].shape.numel()) break;  // guards the product against overflow
+    // This dimension takes the product past the element count: a mismatch. Tested before
+    // multiplying, so the product never overflows.
+    if (want[i] > in[0].shape.numel() / known) {
+      known = in[0].shape.numel() + 1;
+      break;
+    }
     y[i] = want[i];
     known *= want[i];
   }
   const int64_t n = in[0].shape.numel();
-  if (infer >= 0) {
-    if (known == 0 || n % known) goto mismatch;
-    y[infer] = n / known;
-  } else if (known != n) {
-    goto mismatch;
-  }
+  if (infer >= 0 ? n % known != 0 : known != n)
+    return Status::errorf("RESHAPE: {} has {} elements, which shape [{}] cannot hold", operand_str(ins, 0, in[0]), n,
+                          fmt::join(want, ","));
+  if (infer >= 0) y[infer] = n / known;
   (*out)[0] = TensorType{in[0].dtype, y};
   return Status::ok();
-mismatch:
-  return Status::errorf("RESHAPE: {} has {} elements, which shape [{}] cannot hold", operand_str(ins, 0, in[0]), n,
-                        fmt::join(want, ","));
 }
 
 void copy_bytes(const KernelArgs* k) {

@@ -29,7 +29,8 @@ Status transpose_shape(const Instruction& ins, const std::vector<TensorType>& in
   for (int d = 0; d < x.rank; ++d) {
     const int p = normalize_axis(perm[d], x.rank);
     if (p < 0 || seen[p])
-      return Status::errorf("TRANSPOSE: perm [{}] is not a permutation of 0..{}", fmt::join(perm, ","), x.rank - 1);
+      return Status::errorf("TRANSPOSE: perm [{}] is not a permutation of 0..{} for {}", fmt::join(perm, ","),
+                            x.rank - 1, operand_str(ins, 0, in[0]));
     seen[p] = true;
     y[d] = x[p];
   }

@@ -1,0 +1,200 @@
+// Shell functions: each builds one Instruction and records it through Graph::record, which runs
+// the op's shape inference (via Program) and keeps the first error with the caller's position.
+#include "shell/shell.h"
+
+#include <fmt/format.h>
+
+namespace nnasm {
+
+const TensorType& Var::type() const { return g_->program().desc(id_).type; }
+const std::string& Var::name() const { return g_->program().desc(id_).name; }
+
+Imm imm_f(double v) {
+  Imm m;
+  m.type = ImmType::F32;
+  m.f = static_cast<float>(v);
+  return m;
+}
+Imm imm_i(int64_t v) {
+  Imm m;
+  m.type = ImmType::I64;
+  m.i = v;
+  return m;
+}
+Imm imm_ints(std::vector<int64_t> v) {
+  Imm m;
+  m.type = ImmType::INTS;
+  m.ints = std::move(v);
+  return m;
+}
+
+Var Graph::fail(const Status& s, Loc loc) {
+  if (status_) status_ = Status::errorf("{}:{}: error: {}", loc.file, loc.line, s.message());
+  return Var();
+}
+
+namespace {
+Var declared(Graph* g, Result<TensorId> r, Loc loc) {
+  if (!r) return g->fail(r.status(), loc);
+  return Var(g, r.value());
+}
+}  // namespace
+
+Var Graph::input(const std::string& name, Shape shape, DType dtype, Loc loc) {
+  if (!status_) return Var();
+  TensorDesc d;
+  d.name = name;
+  d.type = TensorType{dtype, shape};
+  d.role = Role::INPUT;
+  return declared(this, p_->declare(std::move(d)), loc);
+}
+
+Var Graph::param(const std::string& name, Shape shape, InitSpec init, Loc loc) {
+  if (!status_) return Var();
+  TensorDesc d;
+  d.name = name;
+  d.type = TensorType{DType::F32, shape};
+  d.role = Role::PARAM;
+  d.init = init;
+  return declared(this, p_->declare(std::move(d)), loc);
+}
+
+Var Graph::constant(const std::string& name, Shape shape, std::vector<double> values, DType dtype, Loc loc) {
+  if (!status_) return Var();
+  TensorDesc d;
+  d.name = name;
+  d.type = TensorType{dtype, shape};
+  d.role = Role::CONST;
+  d.values = std::move(values);
+  return declared(this, p_->declare(std::move(d)), loc);
+}
+
+void Graph::output(Var v, const std::string& name, Loc loc) {
+  if (!status_ || !v.valid()) return;
+  if (!name.empty()) {
+    Status s = p_->rename(v.id(), name);
+    if (!s) {
+      fail(s, loc);
+      return;
+    }
+  }
+  p_->mark_output(v.id());
+}
+
+Var Graph::record(Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm, Loc loc) {
+  if (!status_) return Var();
+  Instruction ins = make_instruction(op, {}, {});
+  for (const Var& v : in) {
+    if (!v.valid() || v.graph() != this)
+      return fail(Status::errorf("{}: an operand does not belong to this graph", ins.info().mnemonic), loc);
+    ins.in.push_back(v.id());
+  }
+  for (const auto& [key, value] : imm) {
+    const int k = imm_index(ins.info(), key);
+    if (k < 0) return fail(Status::errorf("{}: no immediate '{}'", ins.info().mnemonic, key), loc);
+    const ImmSpec& spec = ins.info().imms[k];
+    Imm v = value;
+    v.type = spec.type;
+    if (v.type == ImmType::ENUM) {
+      if (v.i < 0 || v.i >= static_cast<int64_t>(spec.choices.size()))
+        return fail(Status::errorf("{}: '{}' has no choice {}", ins.info().mnemonic, key, v.i), loc);
+      v.ident = spec.choices[static_cast<size_t>(v.i)];
+    }
+    ins.imm[k] = std::move(v);
+  }
+  ins.loc = SrcLoc{loc.file, loc.line, 0};
+  Result<std::vector<TensorId>> outs = p_->append_new(std::move(ins));
+  if (!outs) return fail(outs.status(), loc);
+  return Var(this, outs.value()[0]);
+}
+
+namespace {
+Graph* graph_of(const At& a) { return a.v.graph(); }
+
+Var rec(const At& a, Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm = {}) {
+  Graph* g = graph_of(a);
+  if (!g) return Var();  // an invalid Var came in: the error is already recorded
+  return g->record(op, std::move(in), imm, a.loc);
+}
+}  // namespace
+
+Var matmul(At a, Var b, bool ta, bool tb) {
+  return rec(a, Opcode::MATMUL, {a.v, b}, {{"transA", imm_i(ta)}, {"transB", imm_i(tb)}});
+}
+
+Var linear(At x, Var w, Var b) { return rec(x, Opcode::LINEAR, {x.v, w, b}); }
+
+Var linear(At x, int64_t out_features, const LinearOptions& opt) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const Shape& s = x.v.shape();
+  if (s.rank < 1) return g->fail(Status::errorf("linear: input {} has rank 0", x.v.type().str()), x.loc);
+  Program& p = g->program();
+  const std::string wn = opt.name.empty() ? p.fresh_name("w") : opt.name + ".w";
+  const std::string bn = opt.name.empty() ? p.fresh_name("b") : opt.name + ".b";
+  Var w = g->param(wn, Shape{s[s.rank - 1], out_features}, opt.weight_init, x.loc);
+  Var b = g->param(bn, Shape{out_features}, opt.bias_init, x.loc);
+  return linear(x, w, b);
+}
+
+Var add(At a, Var b, float alpha, float beta) {
+  return rec(a, Opcode::ADD, {a.v, b}, {{"alpha", imm_f(alpha)}, {"beta", imm_f(beta)}});
+}
+Var sub(At a, Var b) { return rec(a, Opcode::SUB, {a.v, b}); }
+Var mul(At a, Var b) { return rec(a, Opcode::MUL, {a.v, b}); }
+Var div(At a, Var b) { return rec(a, Opcode::DIV, {a.v, b}); }
+Var maximum(At a, Var b) { return rec(a, Opcode::MAXIMUM, {a.v, b}); }
+Var minimum(At a, Var b) { return rec(a, Opcode::MINIMUM, {a.v, b}); }
+Var operator+(At a, Var b) { return add(a, b); }
+Var operator-(At a, Var b) { return sub(a, b); }
+Var operator*(At a, Var b) { return mul(a, b); }
+Var operator/(At a, Var b) { return div(a, b); }
+Var operator*(float s, At a) { return scale(a, s); }
+Var operator*(At a, float s) { return scale(a, s); }
+Var operator-(At a) { return neg(a); }
+
+Var scale(At x, float alpha) { return rec(x, Opcode::SCALE, {x.v}, {{"alpha", imm_f(alpha)}}); }
+Var neg(At x) { return rec(x, Opcode::NEG, {x.v}); }
+Var exp(At x) { return rec(x, Opcode::EXP, {x.v}); }
+Var log(At x) { return rec(x, Opcode::LOG, {x.v}); }
+Var sqrt(At x) { return rec(x, Opcode::SQRT, {x.v}); }
+Var abs(At x) { return rec(x, Opcode::ABS, {x.v}); }
+Var square(At x) { return rec(x, Opcode::SQUARE, {x.v}); }
+Var relu(At x) { return rec(x, Opcode::RELU, {x.v}); }
+Var leakyrelu(At x, float slope) { return rec(x, Opcode::LEAKYRELU, {x.v}, {{"slope", imm_f(slope)}}); }
+Var elu(At x, float alpha) { return rec(x, Opcode::ELU, {x.v}, {{"alpha", imm_f(alpha)}}); }
+Var clipped_relu(At x, float t) { return rec(x, Opcode::CLIPPED_RELU, {x.v}, {{"threshold", imm_f(t)}}); }
+Var sigmoid(At x) { return rec(x, Opcode::SIGMOID, {x.v}); }
+Var tanh(At x) { return rec(x, Opcode::TANH, {x.v}); }
+Var gelu(At x, bool tanh_approx) { return rec(x, Opcode::GELU, {x.v}, {{"approx", imm_i(tanh_approx ? 1 : 0)}}); }
+Var swish(At x, float beta) { return rec(x, Opcode::SWISH, {x.v}, {{"beta", imm_f(beta)}}); }
+
+Var softmax(At x, int64_t axis) { return rec(x, Opcode::SOFTMAX, {x.v}, {{"axis", imm_i(axis)}}); }
+Var logsoftmax(At x, int64_t axis) { return rec(x, Opcode::LOGSOFTMAX, {x.v}, {{"axis", imm_i(axis)}}); }
+Var reduce_sum(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::REDUCE_SUM, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var reduce_mean(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::REDUCE_MEAN, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var reduce_max(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::REDUCE_MAX, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+
+Var reshape(At x, std::vector<int64_t> shape) {
+  return rec(x, Opcode::RESHAPE, {x.v}, {{"shape", imm_ints(std::move(shape))}});
+}
+Var transpose(At x, std::vector<int64_t> perm) {
+  return rec(x, Opcode::TRANSPOSE, {x.v}, {{"perm", imm_ints(std::move(perm))}});
+}
+Var concat(const std::vector<Var>& xs, int64_t axis, Loc loc) {
+  if (xs.empty() || !xs[0].valid()) return Var();
+  return xs[0].graph()->record(Opcode::CONCAT, xs, {{"axis", imm_i(axis)}}, loc);
+}
+Var slice(At x, int64_t axis, int64_t start, int64_t end) {
+  return rec(x, Opcode::SLICE, {x.v}, {{"axis", imm_i(axis)}, {"start", imm_i(start)}, {"end", imm_i(end)}});
+}
+Var copy(At x) { return rec(x, Opcode::COPY, {x.v}); }
+Var fill(At like, float value) { return rec(like, Opcode::FILL, {like.v}, {{"value", imm_f(value)}}); }
+
+}  // namespace nnasm

@@ -1,0 +1,147 @@
+// The C++ front end. Shell functions record instructions into a Program; they never compute.
+//
+//   Context ctx;  Program p(ctx);  Graph g(p);
+//   Var x = g.input("x", {1, 784});
+//   Var y = softmax(relu(linear(x, 256)));
+//   g.output(y, "y");
+//   if (!g.status()) { ... g.status().message() ... }
+//
+// Every function takes the caller's source position as a defaulted last argument, so a shape
+// error reads "model.cpp:12: error: ADD: operand 1 (f32[3,4]) does not broadcast with ...".
+// Errors are sticky (as XLA's XlaBuilder): the first one is kept in the Graph, later calls become
+// no-ops returning an invalid Var, and Graph::status() reports it. Outputs are always new tensors;
+// inputs are never overwritten. A Graph and its Vars are used from one thread.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+#include "isa/program.h"
+
+namespace nnasm {
+
+// The caller's file and line, captured by default arguments (std::source_location's role in C++17).
+struct Loc {
+  const char* file;
+  int line;
+  static Loc here(const char* f = __builtin_FILE(), int l = __builtin_LINE()) { return {f, l}; }
+};
+
+class Graph;
+
+// A handle to a tensor of a Graph's program. Cheap to copy.
+class Var {
+ public:
+  Var() = default;
+  Var(Graph* g, TensorId id) : g_(g), id_(id) {}
+  bool valid() const { return g_ && id_ != NO_TENSOR; }
+  Graph* graph() const { return g_; }
+  TensorId id() const { return id_; }
+  // Type and name as recorded; requires valid().
+  const TensorType& type() const;
+  const Shape& shape() const { return type().shape; }
+  const std::string& name() const;
+
+ private:
+  Graph* g_ = nullptr;
+  TensorId id_ = NO_TENSOR;
+};
+
+// A Var with the position of the expression that used it: operators cannot take defaulted
+// arguments, but the implicit conversion to At can, and it runs at the caller's line.
+struct At {
+  Var v;
+  Loc loc;
+  At(Var var, Loc l = Loc::here()) : v(var), loc(l) {}  // NOLINT: implicit on purpose
+};
+
+struct LinearOptions {
+  std::string name;  // params are @NAME.w and @NAME.b; empty: @wN and @bN
+  InitSpec weight_init{InitKind::HE_NORMAL, 0, 0};
+  InitSpec bias_init{InitKind::ZEROS, 0, 0};
+};
+
+class Graph {
+ public:
+  explicit Graph(Program& p) : p_(&p) {}
+  Program& program() const { return *p_; }
+  // The first error recorded, with the caller's file:line; ok if none.
+  const Status& status() const { return status_; }
+
+  Var input(const std::string& name, Shape shape, DType dtype = DType::F32, Loc loc = Loc::here());
+  Var param(const std::string& name, Shape shape, InitSpec init = {InitKind::ZEROS, 0, 0}, Loc loc = Loc::here());
+  Var constant(const std::string& name, Shape shape, std::vector<double> values, DType dtype = DType::F32,
+               Loc loc = Loc::here());
+  // Marks `v` as a program output; a non-empty `name` renames it (e.g. "y" instead of "t7").
+  void output(Var v, const std::string& name = "", Loc loc = Loc::here());
+
+  // Records one instruction; `imm` sets immediates by schema key. Used by the shell functions.
+  Var record(Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm, Loc loc);
+  // Records the error unless one is already kept; returns an invalid Var.
+  Var fail(const Status& s, Loc loc);
+
+ private:
+  Program* p_;
+  Status status_;
+};
+
+// Immediate constructors for Graph::record.
+Imm imm_f(double v);
+Imm imm_i(int64_t v);
+Imm imm_ints(std::vector<int64_t> v);
+
+// Linear algebra
+Var matmul(At a, Var b, bool trans_a = false, bool trans_b = false);
+// y = x·W + b with W [in, out] and b [out] created as params, in inferred from x.
+Var linear(At x, int64_t out_features, const LinearOptions& opt = {});
+Var linear(At x, Var w, Var b);
+
+// Binary elementwise (numpy broadcasting)
+Var add(At a, Var b, float alpha = 1, float beta = 1);
+Var sub(At a, Var b);
+Var mul(At a, Var b);
+Var div(At a, Var b);
+Var maximum(At a, Var b);
+Var minimum(At a, Var b);
+Var operator+(At a, Var b);
+Var operator-(At a, Var b);
+Var operator*(At a, Var b);
+Var operator/(At a, Var b);
+Var operator*(float s, At a);
+Var operator*(At a, float s);
+Var operator-(At a);
+
+// Unary elementwise
+Var scale(At x, float alpha);
+Var neg(At x);
+Var exp(At x);
+Var log(At x);
+Var sqrt(At x);
+Var abs(At x);
+Var square(At x);
+Var relu(At x);
+Var leakyrelu(At x, float slope = 0.01f);
+Var elu(At x, float alpha = 1);
+Var clipped_relu(At x, float threshold = 6);
+Var sigmoid(At x);
+Var tanh(At x);
+Var gelu(At x, bool tanh_approx = false);
+Var swish(At x, float beta = 1);
+
+// Along an axis
+Var softmax(At x, int64_t axis = -1);
+Var logsoftmax(At x, int64_t axis = -1);
+Var reduce_sum(At x, int64_t axis = -1, bool keepdims = false);
+Var reduce_mean(At x, int64_t axis = -1, bool keepdims = false);
+Var reduce_max(At x, int64_t axis = -1, bool keepdims = false);
+
+// Shape and data
+Var reshape(At x, std::vector<int64_t> shape);
+Var transpose(At x, std::vector<int64_t> perm);
+Var concat(const std::vector<Var>& xs, int64_t axis = 0, Loc loc = Loc::here());
+Var slice(At x, int64_t axis, int64_t start, int64_t end);
+Var copy(At x);
+Var fill(At like, float value);
+
+}  // namespace nnasm

@@ -1,0 +1,333 @@
+// A harness for testing one op in isolation: builds a one-instruction program from host-side
+// tensors, runs it with a guard band after the output, and compares the result with an expectation
+// computed independently by the test. Index arithmetic here is written from scratch (no Shape::stride,
+// broadcast_shapes or normalize_axis), because those are part of what the tests check.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "engine/executor.h"
+#include "isa/program.h"
+
+namespace nnasm::test {
+
+// A tensor on the test's side: its type and its values in row-major order, in double (i32 values
+// are whole numbers; f32 values are exactly representable as float).
+struct HostTensor {
+  TensorType type;
+  std::vector<double> v;
+};
+
+inline int64_t count_of(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank; ++d) n *= s.dims[d];
+  return n;
+}
+
+inline std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(static_cast<size_t>(s.rank), 1);
+  for (int d = s.rank - 2; d >= 0; --d) st[d] = st[d + 1] * s.dims[d + 1];
+  return st;
+}
+
+inline std::vector<int64_t> unravel(int64_t flat, const Shape& s) {
+  std::vector<int64_t> idx(static_cast<size_t>(s.rank), 0);
+  for (int d = s.rank - 1; d >= 0; --d) {
+    idx[d] = flat % s.dims[d];
+    flat /= s.dims[d];
+  }
+  return idx;
+}
+
+inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
+  const std::vector<int64_t> st = strides_of(s);
+  int64_t flat = 0;
+  for (int d = 0; d < s.rank; ++d) flat += idx[d] * st[d];
+  return flat;
+}
+
+inline Shape shape_of(const std::vector<int64_t>& dims) {
+  Shape s;
+  s.rank = static_cast<int>(dims.size());
+  for (int d = 0; d < s.rank; ++d) s.dims[d] = dims[d];
+  return s;
+}
+
+inline HostTensor host(DType dt, const Shape& s, std::vector<double> v) { return {TensorType{dt, s}, std::move(v)}; }
+inline HostTensor host_f32(std::vector<double> v) {
+  Shape s{static_cast<int64_t>(v.size())};
+  return host(DType::F32, s, std::move(v));
+}
+
+// Uniform in [lo, hi], rounded to float so that the test and the engine see the same numbers.
+inline HostTensor random_f32(const Shape& s, std::mt19937& rng, double lo = -2, double hi = 2) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  HostTensor t{TensorType{DType::F32, s}, {}};
+  t.v.resize(static_cast<size_t>(count_of(s)));
+  for (double& x : t.v) x = static_cast<float>(u(rng));
+  return t;
+}
+
+inline HostTensor random_i32(const Shape& s, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> u(-2000000000, 2000000000);
+  HostTensor t{TensorType{DType::I32, s}, {}};
+  t.v.resize(static_cast<size_t>(count_of(s)));
+  for (double& x : t.v) x = u(rng);
+  return t;
+}
+
+// An immediate given by schema key; ENUM values by identifier (the index is looked up).
+struct ImmArg {
+  std::string key;
+  Imm value;
+};
+inline ImmArg imm_f(std::string key, double v) {
+  Imm m;
+  m.type = ImmType::F32;
+  m.f = v;
+  return {std::move(key), m};
+}
+inline ImmArg imm_i(std::string key, int64_t v) {
+  Imm m;
+  m.type = ImmType::I64;
+  m.i = v;
+  return {std::move(key), m};
+}
+inline ImmArg imm_b(std::string key, bool v) {
+  Imm m;
+  m.type = ImmType::BOOL;
+  m.i = v;
+  return {std::move(key), m};
+}
+inline ImmArg imm_ints(std::string key, std::vector<int64_t> v) {
+  Imm m;
+  m.type = ImmType::INTS;
+  m.ints = std::move(v);
+  return {std::move(key), m};
+}
+inline ImmArg imm_enum(std::string key, std::string ident) {
+  Imm m;
+  m.type = ImmType::ENUM;
+  m.ident = std::move(ident);
+  return {std::move(key), m};
+}
+
+// Sets `args` on `ins` by key. Returns what is wrong with the arguments (a mistake in the test),
+// or an empty string.
+inline std::string apply_imms(Instruction* ins, const std::vector<ImmArg>& args) {
+  const OpInfo& info = op_info(ins->op);
+  for (const ImmArg& a : args) {
+    const int k = imm_index(info, a.key);
+    if (k < 0) return fmt::format("test error: {} has no immediate '{}'", info.mnemonic, a.key);
+    if (info.imms[k].type != a.value.type)
+      return fmt::format("test error: immediate '{}' of {} has another type", a.key, info.mnemonic);
+    Imm v = a.value;
+    if (v.type == ImmType::ENUM) {
+      const std::vector<std::string>& c = info.imms[k].choices;
+      auto it = std::find(c.begin(), c.end(), v.ident);
+      if (it == c.end()) return fmt::format("test error: '{}' is no choice of {}.{}", v.ident, info.mnemonic, a.key);
+      v.i = it - c.begin();
+    }
+    ins->imm[k] = v;
+  }
+  return "";
+}
+
+inline std::string describe(Opcode op, const std::vector<HostTensor>& in, const std::vector<ImmArg>& imms) {
+  std::string s = op_info(op).mnemonic;
+  for (size_t k = 0; k < in.size(); ++k) s += (k ? ", " : " ") + in[k].type.str();
+  for (const ImmArg& a : imms) s += fmt::format(" {}={}", a.key, imm_to_string(a.value));
+  return s;
+}
+
+// Declares `in` as inputs x0, x1, ... and appends `op` with `imms` through append_new. On
+// success `*out` is the output's id.
+inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in, const std::vector<ImmArg>& imms,
+                       std::vector<TensorId>* in_ids, TensorId* out) {
+  for (size_t k = 0; k < in.size(); ++k) {
+    TensorDesc d;
+    d.name = fmt::format("x{}", k);
+    d.type = in[k];
+    d.role = Role::INPUT;
+    Result<TensorId> id = p.declare(d);
+    if (!id) return id.status();
+    in_ids->push_back(id.value());
+  }
+  Instruction ins = make_instruction(op, *in_ids, {});
+  const std::string bad = apply_imms(&ins, imms);
+  if (!bad.empty()) return Status::error(bad);
+  Result<std::vector<TensorId>> outs = p.append_new(ins);
+  if (!outs) return outs.status();
+  *out = outs.value().at(0);
+  return Status::ok();
+}
+
+// Written over the whole output storage (padding included) before the run: a NaN payload that no
+// kernel computes, so an element the kernel forgot reads as a mismatch and a write past the end
+// shows in the padding.
+constexpr uint32_t GUARD_WORD = 0x7fa5a5a5u;
+
+// The engine pads storage to whole 64-byte lines (engine/tensor.h).
+inline size_t padded_bytes(int64_t numel) {
+  const size_t b = static_cast<size_t>(numel) * 4;
+  return std::max<size_t>(64, (b + 63) / 64 * 64);
+}
+
+struct OpOutput {
+  Status status;  // shape inference or prepare
+  TensorType type;
+  std::vector<double> v;
+  std::vector<std::string> problems;  // guard band or an input overwritten
+};
+
+// Runs `op` on `inputs` once: fills the inputs, fills the output and its padding with GUARD_WORD,
+// runs, reads the output, and checks the padding and the inputs (padding included) are untouched.
+inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const std::vector<ImmArg>& imms) {
+  OpOutput r;
+  Context ctx;
+  Program p(ctx);
+  std::vector<TensorType> types;
+  for (const HostTensor& t : inputs) types.push_back(t.type);
+  std::vector<TensorId> ids;
+  TensorId out = NO_TENSOR;
+  r.status = build_op(p, op, types, imms, &ids, &out);
+  if (!r.status) return r;
+  p.mark_output(out);
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  if (!ex) {
+    r.status = ex.status();
+    return r;
+  }
+  std::vector<std::vector<unsigned char>> before;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Tensor& t = ctx.at(ids[k]);
+    for (size_t i = 0; i < inputs[k].v.size(); ++i) {
+      if (t.desc.type.dtype == DType::I32)
+        t.i32()[i] = static_cast<int32_t>(inputs[k].v[i]);
+      else
+        t.f32()[i] = static_cast<float>(inputs[k].v[i]);
+    }
+    const unsigned char* b = static_cast<const unsigned char*>(t.data.data());
+    before.emplace_back(b, b + padded_bytes(t.numel()));
+  }
+  Tensor& y = ctx.at(out);
+  r.type = y.desc.type;
+  const int64_t n = y.numel();
+  const size_t words = padded_bytes(n) / 4;
+  uint32_t* yw = static_cast<uint32_t*>(y.data.data());
+  for (size_t i = 0; i < words; ++i) yw[i] = GUARD_WORD;
+
+  ex.value()->run();
+
+  r.v.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (r.type.dtype == DType::I32)
+      r.v[i] = y.i32()[i];  // not through a ?: with float, which would round it
+    else
+      r.v[i] = y.f32()[i];
+  }
+  for (size_t i = static_cast<size_t>(n); i < words; ++i)
+    if (yw[i] != GUARD_WORD) {
+      r.problems.push_back(fmt::format("guard band overwritten: word {} past the {} elements is {:#010x}", i - n,
+                                       n, yw[i]));
+      break;
+    }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = ctx.at(ids[k]);
+    if (std::memcmp(t.data.data(), before[k].data(), before[k].size()) != 0)
+      r.problems.push_back(fmt::format("input {} was modified", k + 1));
+  }
+  return r;
+}
+
+struct Tolerance {
+  double atol = 0, rtol = 0;
+};
+
+// What one case should produce. A value passes when |got − want| ≤ atol + rtol·mag, where mag is
+// the magnitude its rounding error scales with: |want| by default, Σ|terms| for sums and products.
+// NaN must meet NaN, ±inf the same inf. Tolerance {0, 0} asks for exact equality.
+struct Expected {
+  HostTensor t;
+  std::vector<double> mag;
+  Tolerance tol;
+};
+
+inline std::string index_str(int64_t flat, const Shape& s) {
+  if (s.rank == 0) return "[]";
+  return fmt::format("[{}]", fmt::join(unravel(flat, s), ","));
+}
+
+inline ::testing::AssertionResult matches(const Expected& want, const OpOutput& got) {
+  if (!got.status) return ::testing::AssertionFailure() << "failed: " << got.status.message();
+  if (!(got.type == want.t.type))
+    return ::testing::AssertionFailure() << "output type " << got.type.str() << ", expected " << want.t.type.str();
+  std::string msg;
+  for (const std::string& p : got.problems) msg += "  " + p + "\n";
+  int64_t bad = 0;
+  const int64_t n = static_cast<int64_t>(want.t.v.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = want.t.v[i], g = got.v[i];
+    bool ok;
+    if (std::isnan(w))
+      ok = std::isnan(g);
+    else if (std::isinf(w))
+      ok = g == w;
+    else {
+      const double m = want.mag.empty() ? std::fabs(w) : want.mag[i];
+      ok = std::isfinite(g) && std::fabs(g - w) <= want.tol.atol + want.tol.rtol * m;
+    }
+    if (!ok && bad++ < 5)
+      msg += fmt::format("  at {}: got {}, expected {} (atol {}, rtol {})\n", index_str(i, want.t.type.shape), g, w,
+                         want.tol.atol, want.tol.rtol);
+  }
+  if (bad || !got.problems.empty())
+    return ::testing::AssertionFailure() << bad << " of " << n << " elements differ\n" << msg;
+  return ::testing::AssertionSuccess();
+}
+
+// Appends `op` to a fresh program and expects shape inference to refuse it with a message that
+// contains every string of `needles`, leaving the program and its context as they were.
+inline ::testing::AssertionResult append_fails(Opcode op, const std::vector<TensorType>& in,
+                                               const std::vector<ImmArg>& imms,
+                                               const std::vector<std::string>& needles) {
+  Context ctx;
+  Program p(ctx);
+  std::vector<TensorId> ids;
+  // Declare first, so the counts below are taken with the inputs in place.
+  for (size_t k = 0; k < in.size(); ++k) {
+    TensorDesc d;
+    d.name = fmt::format("x{}", k);
+    d.type = in[k];
+    d.role = Role::INPUT;
+    Result<TensorId> id = p.declare(d);
+    if (!id) return ::testing::AssertionFailure() << "cannot declare input: " << id.status().message();
+    ids.push_back(id.value());
+  }
+  const size_t n_tensors = p.tensors().size(), n_ctx = ctx.size();
+  Instruction ins = make_instruction(op, ids, {});
+  const std::string bad = apply_imms(&ins, imms);
+  if (!bad.empty()) return ::testing::AssertionFailure() << bad;
+  Result<std::vector<TensorId>> outs = p.append_new(ins);
+  if (outs)
+    return ::testing::AssertionFailure() << "append_new succeeded, making " << p.desc(outs.value()[0]).type.str();
+  const Status st = outs.status();
+  const std::string& m = st.message();
+  for (const std::string& s : needles)
+    if (m.find(s) == std::string::npos)
+      return ::testing::AssertionFailure() << "message \"" << m << "\" lacks \"" << s << "\"";
+  if (p.tensors().size() != n_tensors || ctx.size() != n_ctx || !p.code().empty())
+    return ::testing::AssertionFailure() << "the failed append left tensors or code behind";
+  return ::testing::AssertionSuccess() << m;
+}
+
+}  // namespace nnasm::test

@@ -1,0 +1,986 @@
+// Op parity tests: every opcode of isa/opcodes.def is run against a naive implementation written
+// here (plain loops in double, indices computed from scratch, nothing from ops/) over the size
+// sweep 1, 7, 15, 16, 17, 33 and a large case, with every immediate exercised and a guard band
+// after each output. The case table is keyed by opcode and the parameterized suite is stamped from
+// all_ops(), so an op added to the table without cases (or an immediate never set) fails here.
+// Special values (NaN, ±inf, huge inputs) and shape-inference errors follow the parity cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "tests/op_harness.h"
+
+namespace nnasm::test {
+namespace {
+
+constexpr int64_t SWEEP[] = {1, 7, 15, 16, 17, 33};
+constexpr int64_t LARGE = 1000;
+const double INF = std::numeric_limits<double>::infinity();
+const double NaN = std::numeric_limits<double>::quiet_NaN();
+
+const Tolerance ELEMENTWISE{1e-6, 1e-5};
+const Tolerance EXACT{0, 0};
+// A sum of k f32 terms, relative to Σ|terms|: recursive summation errs by about k·u.
+Tolerance sum_tol(int64_t k) { return {1e-6, 2e-6 + 1.2e-7 * static_cast<double>(k)}; }
+
+Expected expect_like(const HostTensor& t, Tolerance tol) { return Expected{HostTensor{t.type, {}}, {}, tol}; }
+
+// Runs the cases of one op and records what they covered.
+class ParityRun {
+ public:
+  explicit ParityRun(Opcode op) : op_(op), rng_(0x5eedu + static_cast<uint32_t>(op)) {}
+  std::mt19937& rng() { return rng_; }
+
+  void check(const std::vector<HostTensor>& in, const std::vector<ImmArg>& imms, const Expected& want) {
+    SCOPED_TRACE(describe(op_, in, imms));
+    ++cases_;
+    for (const ImmArg& a : imms)
+      if (!is_default(a)) exercised_.insert(a.key);
+    for (const HostTensor& t : in) {
+      for (int d = 0; d < t.type.shape.rank; ++d) sizes_.insert(t.type.shape.dims[d]);
+      sizes_.insert(count_of(t.type.shape));
+      max_numel_ = std::max(max_numel_, count_of(t.type.shape));
+      saw_i32_ |= t.type.dtype == DType::I32;
+    }
+    sizes_.insert(count_of(want.t.type.shape));
+    ASSERT_EQ(want.t.v.size(), static_cast<size_t>(count_of(want.t.type.shape))) << "test error: expectation size";
+    EXPECT_TRUE(matches(want, run_op(op_, in, imms)));
+  }
+
+  // The op's cases set every immediate of its schema to a non-default value at least once, cover
+  // the size sweep among operand dimensions and element counts, include a large operand, and
+  // (for ops that move bytes of any dtype) an i32 case.
+  void expect_coverage() const {
+    const OpInfo& info = op_info(op_);
+    EXPECT_GT(cases_, 0);
+    for (const ImmSpec& s : info.imms)
+      EXPECT_TRUE(exercised_.count(s.key)) << info.mnemonic << ": no case sets immediate '" << s.key
+                                           << "' to a value other than its default";
+    for (int64_t n : SWEEP) EXPECT_TRUE(sizes_.count(n)) << info.mnemonic << ": no operand has size " << n;
+    EXPECT_GE(max_numel_, LARGE) << info.mnemonic << ": no large case";
+    if (info.flags & OPF_ANY_DTYPE) {
+      EXPECT_TRUE(saw_i32_) << info.mnemonic << ": no i32 case";
+    }
+  }
+
+ private:
+  bool is_default(const ImmArg& a) const {
+    const OpInfo& info = op_info(op_);
+    const int k = imm_index(info, a.key);
+    if (k < 0) return true;  // not an immediate of the op: the run reports it
+    if (!info.imms[k].has_default) return false;
+    const Imm& d = info.imms[k].default_value;
+    switch (a.value.type) {
+      case ImmType::F32: return a.value.f == d.f;
+      case ImmType::ENUM: return a.value.ident == d.ident;
+      case ImmType::INTS: return a.value.ints == d.ints;
+      default: return a.value.i == d.i;
+    }
+  }
+
+  Opcode op_;
+  std::mt19937 rng_;
+  int cases_ = 0;
+  std::set<std::string> exercised_;
+  std::set<int64_t> sizes_;
+  int64_t max_numel_ = 0;
+  bool saw_i32_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+std::vector<Shape> elementwise_shapes() {
+  return {Shape{1},     Shape{7},        Shape{15},   Shape{16},     Shape{17},
+          Shape{33},    Shape{1031},     Shape(),     Shape{3, 5, 7}, Shape{2, 3, 4, 5},
+          Shape{16, 1}, Shape{1, 17, 1}, Shape{65, 70}};
+}
+
+using Fn1 = std::function<double(double)>;
+
+void unary_sweep(ParityRun& r, const std::vector<ImmArg>& imms, const Fn1& f, double lo = -2, double hi = 2) {
+  for (const Shape& s : elementwise_shapes()) {
+    const HostTensor x = random_f32(s, r.rng(), lo, hi);
+    Expected e = expect_like(x, ELEMENTWISE);
+    for (double v : x.v) e.t.v.push_back(f(v));
+    r.check({x}, imms, e);
+  }
+}
+
+double sigmoid_d(double x) { return 1 / (1 + std::exp(-x)); }
+double gelu_erf_d(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh_d(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) * (x + 0.044715 * x * x * x)));
+}
+
+void cases_scale(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x; });
+  unary_sweep(r, {imm_f("alpha", -0.75)}, [](double x) { return -0.75 * x; });
+  unary_sweep(r, {imm_f("alpha", 3.5)}, [](double x) { return 3.5 * x; });
+}
+void cases_neg(ParityRun& r) { unary_sweep(r, {}, [](double x) { return -x; }); }
+void cases_exp(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::exp(x); }, -4, 4); }
+void cases_log(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::log(x); }, 0.01, 4); }
+void cases_sqrt(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::sqrt(x); }, 0, 4); }
+void cases_abs(ParityRun& r) { unary_sweep(r, {}, [](double x) { return x < 0 ? -x : x; }); }
+void cases_square(ParityRun& r) { unary_sweep(r, {}, [](double x) { return x * x; }); }
+void cases_relu(ParityRun& r) { unary_sweep(r, {}, [](double x) { return x > 0 ? x : 0; }); }
+void cases_leakyrelu(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x > 0 ? x : 0.01 * x; });
+  unary_sweep(r, {imm_f("slope", 0.2)}, [](double x) { return x > 0 ? x : 0.2 * x; });
+  unary_sweep(r, {imm_f("slope", -0.5)}, [](double x) { return x > 0 ? x : -0.5 * x; });
+}
+void cases_elu(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x > 0 ? x : std::exp(x) - 1; }, -4, 2);
+  unary_sweep(r, {imm_f("alpha", 0.5)}, [](double x) { return x > 0 ? x : 0.5 * (std::exp(x) - 1); }, -4, 2);
+}
+void cases_clipped_relu(ParityRun& r) {
+  for (double t : {6.0, 1.5, 0.25}) {
+    std::vector<ImmArg> imms;
+    if (t != 6.0) imms.push_back(imm_f("threshold", t));
+    unary_sweep(r, imms, [t](double x) { return x < 0 ? 0 : (x > t ? t : x); }, -8, 8);
+  }
+}
+void cases_sigmoid(ParityRun& r) { unary_sweep(r, {}, sigmoid_d, -8, 8); }
+void cases_tanh(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::tanh(x); }, -4, 4); }
+void cases_gelu(ParityRun& r) {
+  unary_sweep(r, {}, gelu_erf_d, -4, 4);
+  unary_sweep(r, {imm_enum("approx", "none")}, gelu_erf_d, -4, 4);
+  unary_sweep(r, {imm_enum("approx", "tanh")}, gelu_tanh_d, -4, 4);
+}
+void cases_swish(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x * sigmoid_d(x); }, -6, 6);
+  unary_sweep(r, {imm_f("beta", 1.75)}, [](double x) { return x * sigmoid_d(1.75 * x); }, -6, 6);
+  unary_sweep(r, {imm_f("beta", -0.5)}, [](double x) { return x * sigmoid_d(-0.5 * x); }, -6, 6);
+}
+
+// Numpy broadcasting written out: trailing dimensions aligned; 1 or a missing dimension stretches.
+// Requires compatible shapes.
+Shape broadcast_ref(const Shape& a, const Shape& b) {
+  Shape o;
+  o.rank = std::max(a.rank, b.rank);
+  for (int i = 0; i < o.rank; ++i) {
+    const int ia = i - (o.rank - a.rank), ib = i - (o.rank - b.rank);
+    const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+    o.dims[i] = da == 1 ? db : da;
+  }
+  return o;
+}
+
+// Offset into an operand of shape `in` of the broadcast result's index `idx` (whose trailing
+// in.rank entries line up with `in`).
+int64_t broadcast_offset(const std::vector<int64_t>& idx, size_t first, const Shape& in) {
+  const size_t lead = idx.size() - first - static_cast<size_t>(in.rank);
+  std::vector<int64_t> j(static_cast<size_t>(in.rank));
+  for (int d = 0; d < in.rank; ++d) j[d] = in.dims[d] == 1 ? 0 : idx[first + lead + d];
+  return ravel(j, in);
+}
+
+std::vector<std::pair<Shape, Shape>> binary_shapes() {
+  std::vector<std::pair<Shape, Shape>> v;
+  for (const Shape& s : elementwise_shapes()) v.push_back({s, s});
+  const std::vector<std::pair<Shape, Shape>> bc = {
+      {Shape{3, 4}, Shape{4}},           {Shape{4}, Shape{3, 4}},         {Shape{3, 1}, Shape{1, 4}},
+      {Shape{2, 3, 4}, Shape{3, 1}},     {Shape(), Shape{5}},             {Shape{5}, Shape()},
+      {Shape{1}, Shape{33}},             {Shape{17, 1}, Shape{15}},       {Shape{2, 1, 16}, Shape{7, 1}},
+      {Shape{65, 70}, Shape{70}},        {Shape{65, 1}, Shape{1, 70}},    {Shape{2, 3, 4, 5}, Shape{3, 1, 5}},
+      {Shape{1, 3, 1, 5}, Shape{2, 1, 4, 1}}, {Shape{7, 1, 1}, Shape{1}}, {Shape(), Shape{2, 3, 4, 5}}};
+  v.insert(v.end(), bc.begin(), bc.end());
+  return v;
+}
+
+using Fn2 = std::function<double(double, double)>;
+
+// `mag(a, b, y)` is the magnitude the rounding error of y scales with.
+void binary_sweep(ParityRun& r, const std::vector<ImmArg>& imms, const Fn2& f,
+                  const std::function<double(double, double, double)>& mag, bool b_away_from_zero = false) {
+  for (const auto& [sa, sb] : binary_shapes()) {
+    const HostTensor a = random_f32(sa, r.rng());
+    HostTensor b = random_f32(sb, r.rng());
+    if (b_away_from_zero)
+      for (double& v : b.v) v = static_cast<float>(v < 0 ? v - 0.25 : v + 0.25);
+    const Shape so = broadcast_ref(sa, sb);
+    Expected e{HostTensor{TensorType{DType::F32, so}, {}}, {}, ELEMENTWISE};
+    for (int64_t i = 0; i < count_of(so); ++i) {
+      const std::vector<int64_t> idx = unravel(i, so);
+      const double x = a.v[broadcast_offset(idx, 0, sa)], y = b.v[broadcast_offset(idx, 0, sb)];
+      e.t.v.push_back(f(x, y));
+      e.mag.push_back(mag(x, y, e.t.v.back()));
+    }
+    r.check({a, b}, imms, e);
+  }
+}
+
+double mag_result(double, double, double y) { return std::fabs(y); }
+
+void cases_add(ParityRun& r) {
+  const std::pair<double, double> coefficients[] = {{1, 1}, {0.5, -1.5}, {-2, 0}, {1, 3}};
+  for (const auto& c : coefficients) {
+    const double al = c.first, be = c.second;
+    std::vector<ImmArg> imms;
+    if (al != 1) imms.push_back(imm_f("alpha", al));
+    if (be != 1) imms.push_back(imm_f("beta", be));
+    binary_sweep(r, imms, [al, be](double a, double b) { return al * a + be * b; },
+                 [al, be](double a, double b, double) { return std::fabs(al * a) + std::fabs(be * b); });
+  }
+}
+void cases_sub(ParityRun& r) {
+  binary_sweep(r, {}, [](double a, double b) { return a - b; },
+               [](double a, double b, double) { return std::fabs(a) + std::fabs(b); });
+}
+void cases_mul(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a * b; }, mag_result); }
+void cases_div(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a / b; }, mag_result, true); }
+void cases_maximum(ParityRun& r) {
+  binary_sweep(r, {}, [](double a, double b) { return a > b ? a : b; }, mag_result);
+}
+void cases_minimum(ParityRun& r) {
+  binary_sweep(r, {}, [](double a, double b) { return a < b ? a : b; }, mag_result);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear algebra
+
+Shape with_matrix(std::vector<int64_t> batch, int64_t rows, int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return shape_of(batch);
+}
+
+// y[batch, i, j] = Σ_p A[batch_a, i, p]·B[batch_b, p, j], A and B read through the transposes.
+Expected matmul_ref(const HostTensor& a, const HostTensor& b, bool ta, bool tb) {
+  const Shape &as = a.type.shape, &bs = b.type.shape;
+  const int64_t m = ta ? as.dims[as.rank - 1] : as.dims[as.rank - 2];
+  const int64_t k = ta ? as.dims[as.rank - 2] : as.dims[as.rank - 1];
+  const int64_t n = tb ? bs.dims[bs.rank - 2] : bs.dims[bs.rank - 1];
+  const Shape ab = shape_of(std::vector<int64_t>(as.dims.begin(), as.dims.begin() + as.rank - 2));
+  const Shape bb = shape_of(std::vector<int64_t>(bs.dims.begin(), bs.dims.begin() + bs.rank - 2));
+  const Shape batch = broadcast_ref(ab, bb);
+  std::vector<int64_t> out_dims(batch.dims.begin(), batch.dims.begin() + batch.rank);
+  out_dims.push_back(m);
+  out_dims.push_back(n);
+  const Shape ys = shape_of(out_dims);
+  Expected e{HostTensor{TensorType{DType::F32, ys}, {}}, {}, sum_tol(k)};
+  // Row and column steps of A[i, p] and B[p, j] inside one matrix.
+  const int64_t a_i = ta ? 1 : k, a_p = ta ? m : 1, b_p = tb ? 1 : n, b_j = tb ? k : 1;
+  for (int64_t f = 0; f < count_of(ys); ++f) {
+    const std::vector<int64_t> idx = unravel(f, ys);
+    const std::vector<int64_t> bidx(idx.begin(), idx.end() - 2);
+    const int64_t i = idx[idx.size() - 2], j = idx[idx.size() - 1];
+    const int64_t a0 = broadcast_offset(bidx, 0, ab) * m * k, b0 = broadcast_offset(bidx, 0, bb) * k * n;
+    double acc = 0, mag = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const double t = a.v[a0 + i * a_i + p * a_p] * b.v[b0 + p * b_p + j * b_j];
+      acc += t;
+      mag += std::fabs(t);
+    }
+    e.t.v.push_back(acc);
+    e.mag.push_back(mag);
+  }
+  return e;
+}
+
+void matmul_case(ParityRun& r, const std::vector<int64_t>& batch_a, const std::vector<int64_t>& batch_b, int64_t m,
+                 int64_t k, int64_t n, bool ta, bool tb) {
+  const HostTensor a = random_f32(with_matrix(batch_a, ta ? k : m, ta ? m : k), r.rng());
+  const HostTensor b = random_f32(with_matrix(batch_b, tb ? n : k, tb ? k : n), r.rng());
+  std::vector<ImmArg> imms;
+  if (ta) imms.push_back(imm_b("transA", true));
+  if (tb) imms.push_back(imm_b("transB", true));
+  r.check({a, b}, imms, matmul_ref(a, b, ta, tb));
+}
+
+void cases_matmul(ParityRun& r) {
+  struct Mkn {
+    int64_t m, k, n;
+  };
+  const Mkn sizes[] = {{1, 1, 1}, {1, 33, 1}, {7, 15, 16}, {17, 33, 7}, {16, 17, 15}, {33, 7, 17}, {65, 70, 65}};
+  struct Batches {
+    std::vector<int64_t> a, b;
+    Mkn s;
+  };
+  const Batches batched[] = {
+      {{2, 1}, {5}, {3, 4, 6}},        // [2,1,3,4]·[5,4,6] → [2,5,3,6]
+      {{}, {2}, {3, 4, 5}},            // a shared by every batch of b
+      {{2}, {}, {7, 16, 17}},          // b shared by every batch of a
+      {{2, 3}, {2, 3}, {7, 5, 3}},     // no broadcasting
+      {{1, 3}, {4, 1}, {7, 2, 9}},     // both sides stretch
+      {{3, 1, 2}, {1, 4, 1}, {2, 3, 2}},
+      {{2, 1, 3, 1}, {1, 2, 1, 2}, {2, 3, 4}},  // batch rank 4: a rank-6 result
+  };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      for (const Mkn& s : sizes) matmul_case(r, {}, {}, s.m, s.k, s.n, ta, tb);
+      for (const Batches& c : batched) matmul_case(r, c.a, c.b, c.s.m, c.s.k, c.s.n, ta, tb);
+    }
+}
+
+void cases_linear(ParityRun& r) {
+  struct Case {
+    std::vector<int64_t> rows;
+    int64_t in, out;
+  };
+  const Case cases[] = {{{}, 1, 1},      {{}, 7, 1},        {{1}, 1, 7},    {{3}, 17, 33},     {{2, 3}, 16, 15},
+                        {{1}, 33, 7},    {{65}, 70, 65},    {{2, 2, 2}, 15, 16}, {{1031}, 1, 3}, {{7}, 33, 17}};
+  for (const Case& c : cases) {
+    std::vector<int64_t> xd = c.rows;
+    xd.push_back(c.in);
+    const HostTensor x = random_f32(shape_of(xd), r.rng());
+    const HostTensor w = random_f32(Shape{c.in, c.out}, r.rng());
+    const HostTensor b = random_f32(Shape{c.out}, r.rng());
+    std::vector<int64_t> yd = c.rows;
+    yd.push_back(c.out);
+    Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {}, sum_tol(c.in + 1)};
+    const int64_t rows = count_of(x.type.shape) / c.in;
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t j = 0; j < c.out; ++j) {
+        double acc = b.v[j], mag = std::fabs(b.v[j]);
+        for (int64_t p = 0; p < c.in; ++p) {
+          const double t = x.v[row * c.in + p] * w.v[p * c.out + j];
+          acc += t;
+          mag += std::fabs(t);
+        }
+        e.t.v.push_back(acc);
+        e.mag.push_back(mag);
+      }
+    r.check({x, w, b}, {}, e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Along one axis
+
+int axis_ref(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
+
+// For each position of the other dimensions, in row-major order, the flat offsets along `axis`.
+std::vector<std::vector<int64_t>> lines_along(const Shape& s, int axis) {
+  std::vector<std::vector<int64_t>> lines;
+  for (int64_t f = 0; f < count_of(s); ++f) {
+    std::vector<int64_t> idx = unravel(f, s);
+    if (idx[axis] != 0) continue;
+    std::vector<int64_t> line;
+    for (int64_t j = 0; j < s.dims[axis]; ++j) {
+      idx[axis] = j;
+      line.push_back(ravel(idx, s));
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+struct AxisCase {
+  Shape s;
+  int64_t axis;  // −1 is left to the default
+};
+
+std::vector<AxisCase> axis_cases() {
+  return {{Shape{1}, -1},          {Shape{7}, 0},          {Shape{15}, -1},          {Shape{16}, 0},
+          {Shape{3, 17}, -1},      {Shape{3, 17}, 0},      {Shape{17, 3}, 0},        {Shape{2, 33, 5}, 1},
+          {Shape{2, 33, 5}, 0},    {Shape{2, 33, 5}, -1},  {Shape{2, 33, 5}, -2},    {Shape{4, 1031}, -1},
+          {Shape{1031, 2}, 0},     {Shape{2, 3, 4, 5}, 2}, {Shape{2, 3, 4, 5}, -3},  {Shape{16, 1}, 1},
+          {Shape{1, 16}, 0},       {Shape{2, 1, 3, 1, 2, 7}, 4}};
+}
+
+std::vector<ImmArg> axis_imm(int64_t axis) {
+  if (axis == -1) return {};
+  return {imm_i("axis", axis)};
+}
+
+void softmax_cases(ParityRun& r, bool log) {
+  for (const AxisCase& c : axis_cases()) {
+    const HostTensor x = random_f32(c.s, r.rng(), -4, 4);
+    const int axis = axis_ref(c.axis, c.s.rank);
+    const int64_t len = c.s.dims[axis];
+    Expected e = expect_like(x, log ? Tolerance{1e-6 + 1.2e-7 * len, 2e-6} : Tolerance{1e-7, 2e-6 + 1.2e-7 * len});
+    e.t.v.assign(x.v.size(), 0);
+    if (log) e.mag.assign(x.v.size(), 0);
+    for (const std::vector<int64_t>& line : lines_along(c.s, axis)) {
+      double mx = -INF, sum = 0;
+      for (int64_t f : line) mx = std::max(mx, x.v[f]);
+      for (int64_t f : line) sum += std::exp(x.v[f] - mx);
+      for (int64_t f : line) {
+        e.t.v[f] = log ? x.v[f] - mx - std::log(sum) : std::exp(x.v[f] - mx) / sum;
+        if (log) e.mag[f] = std::fabs(x.v[f] - mx) + std::fabs(std::log(sum));
+      }
+    }
+    r.check({x}, axis_imm(c.axis), e);
+  }
+}
+void cases_softmax(ParityRun& r) { softmax_cases(r, false); }
+void cases_logsoftmax(ParityRun& r) { softmax_cases(r, true); }
+
+enum class Red { SUM, MEAN, MAX };
+
+void reduce_cases(ParityRun& r, Red kind) {
+  for (const AxisCase& c : axis_cases())
+    for (bool keep : {false, true}) {
+      const HostTensor x = random_f32(c.s, r.rng());
+      const int axis = axis_ref(c.axis, c.s.rank);
+      const int64_t len = c.s.dims[axis];
+      std::vector<int64_t> yd;
+      for (int d = 0; d < c.s.rank; ++d)
+        if (d != axis)
+          yd.push_back(c.s.dims[d]);
+        else if (keep)
+          yd.push_back(1);
+      Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {}, kind == Red::MAX ? EXACT : sum_tol(len)};
+      for (const std::vector<int64_t>& line : lines_along(c.s, axis)) {
+        double acc = kind == Red::MAX ? -INF : 0, mag = 0;
+        for (int64_t f : line) {
+          acc = kind == Red::MAX ? std::max(acc, x.v[f]) : acc + x.v[f];
+          mag += std::fabs(x.v[f]);
+        }
+        if (kind == Red::MEAN) {
+          acc /= static_cast<double>(len);
+          mag /= static_cast<double>(len);
+        }
+        e.t.v.push_back(acc);
+        e.mag.push_back(mag);
+      }
+      std::vector<ImmArg> imms = axis_imm(c.axis);
+      if (keep) imms.push_back(imm_b("keepdims", true));
+      r.check({x}, imms, e);
+    }
+}
+void cases_reduce_sum(ParityRun& r) { reduce_cases(r, Red::SUM); }
+void cases_reduce_mean(ParityRun& r) { reduce_cases(r, Red::MEAN); }
+void cases_reduce_max(ParityRun& r) { reduce_cases(r, Red::MAX); }
+
+// ---------------------------------------------------------------------------------------------
+// Shape and data movement
+
+HostTensor random_of(DType dt, const Shape& s, std::mt19937& rng) {
+  return dt == DType::I32 ? random_i32(s, rng) : random_f32(s, rng);
+}
+
+void cases_reshape(ParityRun& r) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> to;
+    DType dt;
+  };
+  const Case cases[] = {
+      {Shape{2, 3, 4}, {4, -1}, DType::F32},  {Shape{2, 3, 4}, {24}, DType::F32},
+      {Shape{2, 3, 4}, {-1}, DType::F32},     {Shape{24}, {2, -1, 4}, DType::F32},
+      {Shape{7}, {7, 1}, DType::F32},         {Shape{1}, {}, DType::F32},
+      {Shape(), {1, 1, 1}, DType::F32},       {Shape{15}, {3, 5}, DType::F32},
+      {Shape{16}, {2, 2, 2, 2}, DType::F32},  {Shape{17}, {1, 17, 1}, DType::F32},
+      {Shape{33}, {-1, 11}, DType::F32},      {Shape{65, 70}, {70, -1}, DType::F32},
+      {Shape{2, 3, 4, 5}, {5, 4, 3, 2}, DType::F32}, {Shape{2, 3, 4}, {6, -1}, DType::I32},
+      {Shape{1031}, {-1}, DType::I32},        {Shape{3, 5}, {1, 1, 15, 1, 1, 1}, DType::I32},
+  };
+  for (const Case& c : cases) {
+    const HostTensor x = random_of(c.dt, c.in, r.rng());
+    int64_t known = 1;
+    for (int64_t d : c.to)
+      if (d != -1) known *= d;
+    std::vector<int64_t> yd = c.to;
+    for (int64_t& d : yd)
+      if (d == -1) d = count_of(c.in) / known;
+    Expected e{HostTensor{TensorType{c.dt, shape_of(yd)}, x.v}, {}, EXACT};
+    r.check({x}, {imm_ints("shape", c.to)}, e);
+  }
+}
+
+void cases_transpose(ParityRun& r) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> perm;
+    DType dt;
+  };
+  std::vector<Case> cases = {
+      {Shape{7}, {0}, DType::F32},           {Shape{1}, {0}, DType::F32},
+      {Shape(), {}, DType::F32},             {Shape{3, 5}, {1, 0}, DType::F32},
+      {Shape{15, 16}, {1, 0}, DType::F32},   {Shape{17, 33}, {1, 0}, DType::F32},
+      {Shape{65, 70}, {1, 0}, DType::F32},   {Shape{1, 1}, {1, 0}, DType::F32},
+      {Shape{2, 3, 4, 5}, {3, 1, 0, 2}, DType::F32}, {Shape{2, 3, 4, 5}, {0, 2, 1, 3}, DType::F32},
+      {Shape{2, 3, 4, 5}, {-1, -2, -3, -4}, DType::F32},
+      {Shape{3, 1, 4, 1, 5}, {4, 2, 0, 3, 1}, DType::F32},
+      {Shape{2, 1, 3, 2, 1, 2}, {5, 4, 3, 2, 1, 0}, DType::F32},
+      {Shape{3, 4, 5}, {2, 0, 1}, DType::I32}, {Shape{16, 17}, {1, 0}, DType::I32},
+  };
+  std::vector<int64_t> perm = {0, 1, 2};
+  do cases.push_back({Shape{2, 3, 4}, perm, DType::F32});
+  while (std::next_permutation(perm.begin(), perm.end()));
+  for (const Case& c : cases) {
+    const HostTensor x = random_of(c.dt, c.in, r.rng());
+    const int rank = c.in.rank;
+    std::vector<int> p;
+    for (int64_t v : c.perm) p.push_back(axis_ref(v, rank));
+    std::vector<int64_t> yd;
+    for (int d = 0; d < rank; ++d) yd.push_back(c.in.dims[p[d]]);
+    const Shape ys = shape_of(yd);
+    Expected e{HostTensor{TensorType{c.dt, ys}, {}}, {}, EXACT};
+    for (int64_t f = 0; f < count_of(ys); ++f) {
+      const std::vector<int64_t> j = unravel(f, ys);
+      std::vector<int64_t> i(static_cast<size_t>(rank));
+      for (int d = 0; d < rank; ++d) i[p[d]] = j[d];
+      e.t.v.push_back(x.v[ravel(i, c.in)]);
+    }
+    r.check({x}, {imm_ints("perm", c.perm)}, e);
+  }
+}
+
+void cases_concat(ParityRun& r) {
+  struct Case {
+    std::vector<Shape> in;
+    int64_t axis;  // 0 is left to the default
+    DType dt;
+  };
+  const Case cases[] = {
+      {{Shape{2, 3, 4}, Shape{2, 1, 4}, Shape{2, 5, 4}}, 1, DType::F32},
+      {{Shape{2, 3, 4}, Shape{2, 1, 4}, Shape{2, 5, 4}}, 1, DType::I32},
+      {{Shape{2, 3, 4}, Shape{2, 3, 4}, Shape{2, 3, 1}}, 2, DType::I32},
+      {{Shape{7}, Shape{15}, Shape{16}}, 0, DType::F32},
+      {{Shape{3, 17}, Shape{3, 16}, Shape{3, 1}}, -1, DType::F32},
+      {{Shape{1, 33}, Shape{7, 33}, Shape{17, 33}}, 0, DType::F32},
+      {{Shape{1, 33}, Shape{7, 33}}, -2, DType::F32},
+      {{Shape{5, 4}}, 1, DType::F32},
+      {{Shape{65, 70}, Shape{65, 70}}, 0, DType::F32},
+      {{Shape{65, 7}, Shape{65, 70}}, 1, DType::F32},
+      {{Shape{2, 3, 4, 5}, Shape{2, 3, 1, 5}, Shape{2, 3, 2, 5}}, 2, DType::F32},
+      {{Shape{2, 1, 3}, Shape{2, 1, 3}, Shape{2, 1, 3}, Shape{2, 1, 3}}, 1, DType::F32},
+  };
+  for (const Case& c : cases) {
+    std::vector<HostTensor> xs;
+    for (const Shape& s : c.in) xs.push_back(random_of(c.dt, s, r.rng()));
+    const int axis = axis_ref(c.axis, c.in[0].rank);
+    Shape ys = c.in[0];
+    for (size_t k = 1; k < c.in.size(); ++k) ys.dims[axis] += c.in[k].dims[axis];
+    Expected e{HostTensor{TensorType{c.dt, ys}, {}}, {}, EXACT};
+    for (int64_t f = 0; f < count_of(ys); ++f) {
+      std::vector<int64_t> idx = unravel(f, ys);
+      size_t k = 0;
+      while (idx[axis] >= c.in[k].dims[axis]) idx[axis] -= c.in[k++].dims[axis];
+      e.t.v.push_back(xs[k].v[ravel(idx, c.in[k])]);
+    }
+    std::vector<ImmArg> imms;
+    if (c.axis != 0) imms.push_back(imm_i("axis", c.axis));
+    r.check(xs, imms, e);
+  }
+}
+
+void cases_slice(ParityRun& r) {
+  struct Case {
+    Shape in;
+    int64_t axis, start, end;
+    DType dt;
+  };
+  const Case cases[] = {
+      {Shape{7}, 0, 2, 5, DType::F32},          {Shape{7}, 0, -3, -1, DType::F32},
+      {Shape{7}, 0, -100, 100, DType::F32},     {Shape{15}, 0, 0, 1, DType::F32},
+      {Shape{16}, -1, -1, 16, DType::F32},      {Shape{17}, 0, 1, -1, DType::F32},
+      {Shape{33}, 0, 5, 1000, DType::F32},      {Shape{3, 17}, 1, -5, -2, DType::F32},
+      {Shape{3, 17}, 0, 1, 2, DType::F32},      {Shape{2, 33, 5}, 1, -20, -5, DType::F32},
+      {Shape{2, 33, 5}, -1, 1, 100, DType::F32}, {Shape{2, 33, 5}, 0, -1, 100, DType::F32},
+      {Shape{1031}, 0, 10, -10, DType::F32},    {Shape{4, 5}, -2, -1000, 2, DType::F32},
+      {Shape{2, 7, 3}, 1, -4, 6, DType::I32},   {Shape{65, 70}, 0, 3, -2, DType::I32},
+      {Shape{65, 70}, 1, 33, 49, DType::I32},   {Shape{2, 3, 4, 5}, 2, 1, 3, DType::F32},
+  };
+  for (const Case& c : cases) {
+    const HostTensor x = random_of(c.dt, c.in, r.rng());
+    const int axis = axis_ref(c.axis, c.in.rank);
+    const int64_t n = c.in.dims[axis];
+    const int64_t lo = std::min(std::max(c.start < 0 ? c.start + n : c.start, int64_t{0}), n);
+    const int64_t hi = std::min(std::max(c.end < 0 ? c.end + n : c.end, int64_t{0}), n);
+    Shape ys = c.in;
+    ys.dims[axis] = hi - lo;
+    Expected e{HostTensor{TensorType{c.dt, ys}, {}}, {}, EXACT};
+    for (int64_t f = 0; f < count_of(ys); ++f) {
+      std::vector<int64_t> idx = unravel(f, ys);
+      idx[axis] += lo;
+      e.t.v.push_back(x.v[ravel(idx, c.in)]);
+    }
+    r.check({x}, {imm_i("axis", c.axis), imm_i("start", c.start), imm_i("end", c.end)}, e);
+  }
+}
+
+void cases_copy(ParityRun& r) {
+  for (DType dt : {DType::F32, DType::I32})
+    for (const Shape& s : elementwise_shapes()) {
+      const HostTensor x = random_of(dt, s, r.rng());
+      r.check({x}, {}, Expected{x, {}, EXACT});
+    }
+}
+
+void cases_fill(ParityRun& r) {
+  const std::pair<DType, double> fills[] = {{DType::F32, 0},  {DType::F32, 2.5},       {DType::F32, -1e30},
+                                            {DType::I32, 0},  {DType::I32, -3},        {DType::I32, 7},
+                                            {DType::I32, 2147483647.0}, {DType::I32, -2147483648.0}};
+  for (const auto& [dt, value] : fills)
+    for (const Shape& s : elementwise_shapes()) {
+      const HostTensor x = random_of(dt, s, r.rng());
+      Expected e{HostTensor{x.type, std::vector<double>(x.v.size(), static_cast<float>(value))}, {}, EXACT};
+      if (dt == DType::I32) e.t.v.assign(x.v.size(), value);
+      std::vector<ImmArg> imms;
+      if (value != 0) imms.push_back(imm_f("value", value));
+      r.check({x}, imms, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table, stamped from the opcode table
+
+using CaseFn = void (*)(ParityRun&);
+
+const std::map<Opcode, CaseFn>& parity_table() {
+  static const std::map<Opcode, CaseFn> t = {
+      {Opcode::MATMUL, cases_matmul},
+      {Opcode::LINEAR, cases_linear},
+      {Opcode::ADD, cases_add},
+      {Opcode::SUB, cases_sub},
+      {Opcode::MUL, cases_mul},
+      {Opcode::DIV, cases_div},
+      {Opcode::MAXIMUM, cases_maximum},
+      {Opcode::MINIMUM, cases_minimum},
+      {Opcode::SCALE, cases_scale},
+      {Opcode::NEG, cases_neg},
+      {Opcode::EXP, cases_exp},
+      {Opcode::LOG, cases_log},
+      {Opcode::SQRT, cases_sqrt},
+      {Opcode::ABS, cases_abs},
+      {Opcode::SQUARE, cases_square},
+      {Opcode::RELU, cases_relu},
+      {Opcode::LEAKYRELU, cases_leakyrelu},
+      {Opcode::ELU, cases_elu},
+      {Opcode::CLIPPED_RELU, cases_clipped_relu},
+      {Opcode::SIGMOID, cases_sigmoid},
+      {Opcode::TANH, cases_tanh},
+      {Opcode::GELU, cases_gelu},
+      {Opcode::SWISH, cases_swish},
+      {Opcode::SOFTMAX, cases_softmax},
+      {Opcode::LOGSOFTMAX, cases_logsoftmax},
+      {Opcode::REDUCE_SUM, cases_reduce_sum},
+      {Opcode::REDUCE_MEAN, cases_reduce_mean},
+      {Opcode::REDUCE_MAX, cases_reduce_max},
+      {Opcode::RESHAPE, cases_reshape},
+      {Opcode::TRANSPOSE, cases_transpose},
+      {Opcode::CONCAT, cases_concat},
+      {Opcode::SLICE, cases_slice},
+      {Opcode::COPY, cases_copy},
+      {Opcode::FILL, cases_fill},
+  };
+  return t;
+}
+
+std::vector<Opcode> every_opcode() {
+  std::vector<Opcode> v;
+  for (const OpInfo& info : all_ops()) v.push_back(info.op);
+  return v;
+}
+
+class OpParity : public ::testing::TestWithParam<Opcode> {};
+
+TEST_P(OpParity, MatchesNaiveReference) {
+  const Opcode op = GetParam();
+  auto it = parity_table().find(op);
+  ASSERT_NE(it, parity_table().end()) << op_info(op).mnemonic << " has no parity cases in parity_table()";
+  ParityRun run(op);
+  it->second(run);
+  run.expect_coverage();
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpParity, ::testing::ValuesIn(every_opcode()),
+                         [](const ::testing::TestParamInfo<Opcode>& p) {
+                           return std::string(op_info(p.param).mnemonic);
+                         });
+
+TEST(OpParityTable, EveryOpcodeHasCases) {
+  // Counted from the .def file itself, so the check does not trust all_ops() alone.
+  size_t rows = 0;
+#define OPCODE(id, NAME, MN, NIN, NOUT, SCHEMA, CAT, FLAGS) ++rows;
+#include "isa/opcodes.def"
+#undef OPCODE
+  ASSERT_EQ(all_ops().size(), rows);
+  for (const OpInfo& info : all_ops())
+    EXPECT_EQ(parity_table().count(info.op), 1u) << info.mnemonic << " has no parity cases";
+  EXPECT_EQ(parity_table().size(), all_ops().size()) << "the table names an opcode that no longer exists";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Special values
+
+Expected expect_values(const HostTensor& like, std::vector<double> v, Tolerance tol = EXACT) {
+  return Expected{HostTensor{like.type, std::move(v)}, {}, tol};
+}
+
+TEST(OpSpecialValues, MaximumAndMinimumPropagateNaN) {
+  const HostTensor a = host_f32({NaN, 1, NaN, 2, -INF, 0.5});
+  const HostTensor b = host_f32({1, NaN, NaN, -3, 5, INF});
+  EXPECT_TRUE(matches(expect_values(a, {NaN, NaN, NaN, 2, 5, INF}), run_op(Opcode::MAXIMUM, {a, b}, {})));
+  EXPECT_TRUE(matches(expect_values(a, {NaN, NaN, NaN, -3, -INF, 0.5}), run_op(Opcode::MINIMUM, {a, b}, {})));
+  // Broadcasting a NaN scalar poisons every element.
+  const HostTensor s = host(DType::F32, Shape(), {NaN});
+  const HostTensor v = host_f32({-1, 0, 1, 2, 3, 4, 5});
+  EXPECT_TRUE(matches(expect_values(v, std::vector<double>(7, NaN)), run_op(Opcode::MAXIMUM, {v, s}, {})));
+  EXPECT_TRUE(matches(expect_values(v, std::vector<double>(7, NaN)), run_op(Opcode::MINIMUM, {s, v}, {})));
+}
+
+TEST(OpSpecialValues, ActivationsPropagateNaN) {
+  const HostTensor x = host_f32({NaN, -1, 0, 3, 10});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 0, 0, 3, 10}), run_op(Opcode::RELU, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 0, 0, 3, 6}), run_op(Opcode::CLIPPED_RELU, {x}, {})));
+  for (Opcode op : {Opcode::LEAKYRELU, Opcode::ELU, Opcode::SIGMOID, Opcode::TANH, Opcode::GELU, Opcode::SWISH,
+                    Opcode::EXP, Opcode::ABS, Opcode::NEG, Opcode::SQUARE}) {
+    const OpOutput y = run_op(op, {host_f32({NaN})}, {});
+    ASSERT_TRUE(y.status) << y.status.message();
+    EXPECT_TRUE(std::isnan(y.v[0])) << op_info(op).mnemonic << "(NaN) = " << y.v[0];
+  }
+}
+
+TEST(OpSpecialValues, ReduceMaxPropagatesNaN) {
+  // NaN first, in the middle, last, and a row without NaN.
+  const HostTensor x = host(DType::F32, Shape{4, 4}, {NaN, 0, 1, 2, 1, NaN, 3, 2, 1, 2, 3, NaN, -1, -5, -2, -3});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{4}, {NaN, NaN, NaN, -1}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MAX, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{1, 4}, {NaN, NaN, 3, NaN}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MAX, {x}, {imm_i("axis", 0), imm_b("keepdims", true)})));
+  const HostTensor all_neg_inf = host_f32({-INF, -INF});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape(), {-INF}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MAX, {all_neg_inf}, {})));
+}
+
+TEST(OpSpecialValues, LogSqrtDivEdgeCases) {
+  const HostTensor x = host_f32({0, -1, INF, 1, -0.0});
+  EXPECT_TRUE(matches(expect_values(x, {-INF, NaN, INF, 0, -INF}), run_op(Opcode::LOG, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {0, NaN, INF, 1, 0}), run_op(Opcode::SQRT, {x}, {})));
+  const HostTensor a = host_f32({1, -1, 0, 2, 1});
+  const HostTensor b = host_f32({0, 0, 0, -0.0, INF});
+  EXPECT_TRUE(matches(expect_values(a, {INF, -INF, NaN, -INF, 0}), run_op(Opcode::DIV, {a, b}, {})));
+}
+
+TEST(OpSpecialValues, SaturatingActivationsStayFinite) {
+  const HostTensor x = host_f32({100, -100, 1000, -1000, 88, -88});
+  OpOutput y = run_op(Opcode::SIGMOID, {x}, {});
+  ASSERT_TRUE(y.status) << y.status.message();
+  for (size_t i = 0; i < y.v.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(y.v[i])) << "SIGMOID(" << x.v[i] << ") = " << y.v[i];
+    EXPECT_NEAR(y.v[i], x.v[i] > 0 ? 1.0 : 0.0, 1e-30 + (x.v[i] > 0 ? 1e-7 : 0)) << "SIGMOID(" << x.v[i] << ")";
+    EXPECT_GE(y.v[i], 0.0);
+    EXPECT_LE(y.v[i], 1.0);
+  }
+  EXPECT_TRUE(matches(expect_values(x, {1, -1, 1, -1, 1, -1}), run_op(Opcode::TANH, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {100, -1, 1000, -1, 88, -1}, ELEMENTWISE), run_op(Opcode::ELU, {x}, {})));
+  for (Opcode op : {Opcode::SWISH, Opcode::GELU}) {
+    for (const std::vector<ImmArg>& imms : {std::vector<ImmArg>{}, std::vector<ImmArg>{imm_enum("approx", "tanh")}}) {
+      if (op == Opcode::SWISH && !imms.empty()) continue;
+      const OpOutput z = run_op(op, {x}, imms);
+      ASSERT_TRUE(z.status) << z.status.message();
+      // Saturated: x for large positive x, 0 for large negative x.
+      EXPECT_TRUE(matches(expect_values(x, {100, 0, 1000, 0, 88, 0}, {1e-6, 1e-6}), z)) << op_info(op).mnemonic;
+    }
+  }
+}
+
+TEST(OpSpecialValues, SoftmaxOfLargeValuesStaysFinite) {
+  const HostTensor x = host(DType::F32, Shape{2, 4}, {1000, 1000, 999, -1000, -1000, -1001, 500, 1000});
+  const double e1 = std::exp(-1.0), z0 = 2 + e1, z1 = 1 + std::exp(-500.0);
+  EXPECT_TRUE(matches(expect_values(x, {1 / z0, 1 / z0, e1 / z0, 0, 0, 0, std::exp(-500.0) / z1, 1 / z1}, {1e-7, 1e-6}),
+                      run_op(Opcode::SOFTMAX, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {-std::log(z0), -std::log(z0), -1 - std::log(z0), -2000 - std::log(z0), -2000,
+                                        -2001, -500, 0},
+                                    {1e-6, 1e-6}),
+                      run_op(Opcode::LOGSOFTMAX, {x}, {})));
+  // −inf entries get probability 0 and do not disturb the rest.
+  const HostTensor m = host_f32({-INF, 0, -INF, 0});
+  EXPECT_TRUE(matches(expect_values(m, {0, 0.5, 0, 0.5}, {1e-7, 1e-6}), run_op(Opcode::SOFTMAX, {m}, {})));
+  EXPECT_TRUE(matches(expect_values(m, {-INF, -std::log(2.0), -INF, -std::log(2.0)}, {1e-6, 1e-6}),
+                      run_op(Opcode::LOGSOFTMAX, {m}, {})));
+}
+
+TEST(OpSpecialValues, ReductionsOfInfinities) {
+  const HostTensor x = host(DType::F32, Shape{3, 2}, {INF, 1, -INF, 1, INF, -INF});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{3}, {INF, -INF, NaN}), {}, EXACT},
+                      run_op(Opcode::REDUCE_SUM, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{3}, {INF, -INF, NaN}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MEAN, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{3}, {INF, 1, INF}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MAX, {x}, {})));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape errors
+
+TensorType f32(std::initializer_list<int64_t> d) { return TensorType{DType::F32, Shape(d)}; }
+TensorType i32(std::initializer_list<int64_t> d) { return TensorType{DType::I32, Shape(d)}; }
+
+TEST(OpShapeErrors, BinaryShapesThatDoNotBroadcast) {
+  for (Opcode op : {Opcode::ADD, Opcode::SUB, Opcode::MUL, Opcode::DIV, Opcode::MAXIMUM, Opcode::MINIMUM}) {
+    const std::string mn = op_info(op).mnemonic;
+    EXPECT_TRUE(append_fails(op, {f32({3, 4}), f32({5})}, {}, {mn, "f32[3,4]", "f32[5]"}));
+    EXPECT_TRUE(append_fails(op, {f32({2, 3, 4}), f32({3, 2})}, {}, {mn, "f32[2,3,4]", "f32[3,2]"}));
+    EXPECT_TRUE(append_fails(op, {f32({3, 1}), f32({2, 4})}, {}, {mn, "f32[3,1]", "f32[2,4]"}));
+  }
+  EXPECT_TRUE(append_fails(Opcode::ADD, {f32({3, 4}), f32({3})}, {imm_f("alpha", 2)}, {"ADD", "f32[3,4]", "f32[3]"}));
+}
+
+TEST(OpShapeErrors, Matmul) {
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({3, 4}), f32({5, 6})}, {}, {"MATMUL", "f32[3,4]", "f32[5,6]"}));
+  // transB makes b [N, K]: K is 6 here, not 4.
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({3, 4}), f32({4, 6})}, {imm_b("transB", true)},
+                           {"MATMUL", "f32[3,4]", "f32[4,6]"}));
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({4, 3}), f32({3, 6})}, {imm_b("transA", true)},
+                           {"MATMUL", "f32[4,3]", "f32[3,6]"}));
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({2, 3, 4}), f32({3, 4, 5})}, {},
+                           {"MATMUL", "f32[2,3,4]", "f32[3,4,5]"}));
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({4}), f32({4, 5})}, {}, {"MATMUL", "f32[4]", "rank"}));
+  EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({3, 4}), i32({4, 5})}, {}, {"MATMUL", "i32[4,5]", "f32"}));
+}
+
+TEST(OpShapeErrors, Linear) {
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({5, 3}), f32({3})}, {},
+                           {"LINEAR", "f32[2,4]", "f32[5,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({4, 3}), f32({4})}, {}, {"LINEAR", "f32[4]", "f32[4,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({4, 3}), f32({1, 3})}, {},
+                           {"LINEAR", "f32[1,3]", "f32[4,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({12}), f32({3})}, {}, {"LINEAR", "f32[12]", "rank 2"}));
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({}), f32({1, 3}), f32({3})}, {}, {"LINEAR", "f32[]"}));
+}
+
+TEST(OpShapeErrors, Reshape) {
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({2, 3})}, {imm_ints("shape", {4, 2})},
+                           {"RESHAPE", "f32[2,3]", "[4,2]"}));
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({2, 3})}, {imm_ints("shape", {4, -1})},
+                           {"RESHAPE", "f32[2,3]", "[4,-1]"}));
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({2, 3})}, {imm_ints("shape", {-1, 3, -1})}, {"RESHAPE", "-1"}));
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({2, 3})}, {imm_ints("shape", {0, 6})},
+                           {"RESHAPE", "dimension 0 is 0"}));
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {i32({2, 3})}, {imm_ints("shape", {1, 2, 3, 1, 1, 1, 1})},
+                           {"RESHAPE", "rank 7"}));
+  // Dimensions whose product wraps around int64 must not be taken for a match.
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({6})}, {imm_ints("shape", {6, big, big})}, {"RESHAPE", "f32[6]"}));
+  EXPECT_TRUE(append_fails(Opcode::RESHAPE, {f32({6})}, {imm_ints("shape", {2, int64_t{1} << 62, 4})},
+                           {"RESHAPE", "f32[6]"}));
+}
+
+TEST(OpShapeErrors, Transpose) {
+  EXPECT_TRUE(append_fails(Opcode::TRANSPOSE, {f32({2, 3})}, {imm_ints("perm", {0, 0})}, {"TRANSPOSE", "[0,0]"}));
+  EXPECT_TRUE(append_fails(Opcode::TRANSPOSE, {f32({2, 3, 4})}, {imm_ints("perm", {0, 3, 1})},
+                           {"TRANSPOSE", "[0,3,1]"}));
+  EXPECT_TRUE(append_fails(Opcode::TRANSPOSE, {f32({2, 3, 4})}, {imm_ints("perm", {1, 0})},
+                           {"TRANSPOSE", "[1,0]", "f32[2,3,4]"}));
+  EXPECT_TRUE(append_fails(Opcode::TRANSPOSE, {f32({2, 3})}, {imm_ints("perm", {-1, 1})}, {"TRANSPOSE", "[-1,1]"}));
+}
+
+TEST(OpShapeErrors, Concat) {
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {f32({2, 3}), f32({2, 4})}, {}, {"CONCAT", "f32[2,3]", "f32[2,4]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {f32({2, 3, 4}), f32({2, 1, 4}), f32({2, 5, 3})}, {imm_i("axis", 1)},
+                           {"CONCAT", "f32[2,3,4]", "f32[2,5,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {f32({2, 3}), i32({2, 3})}, {}, {"CONCAT", "f32[2,3]", "i32[2,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {f32({2, 3}), f32({2, 3, 1})}, {}, {"CONCAT", "f32[2,3]", "f32[2,3,1]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {f32({2, 3}), f32({2, 3})}, {imm_i("axis", 2)},
+                           {"CONCAT", "f32[2,3]", "axis 2"}));
+  EXPECT_TRUE(append_fails(Opcode::CONCAT, {}, {}, {"CONCAT"}));
+}
+
+TEST(OpShapeErrors, Slice) {
+  const auto slice = [](int64_t axis, int64_t start, int64_t end) {
+    return std::vector<ImmArg>{imm_i("axis", axis), imm_i("start", start), imm_i("end", end)};
+  };
+  EXPECT_TRUE(append_fails(Opcode::SLICE, {f32({2, 5})}, slice(1, 3, 1), {"SLICE", "f32[2,5]", "[3:1]"}));
+  EXPECT_TRUE(append_fails(Opcode::SLICE, {f32({2, 5})}, slice(1, 2, 2), {"SLICE", "f32[2,5]", "[2:2]"}));
+  EXPECT_TRUE(append_fails(Opcode::SLICE, {f32({2, 5})}, slice(1, 7, 9), {"SLICE", "f32[2,5]", "[7:9]"}));
+  EXPECT_TRUE(append_fails(Opcode::SLICE, {i32({2, 5})}, slice(-1, -1, -3), {"SLICE", "i32[2,5]", "[-1:-3]"}));
+  EXPECT_TRUE(append_fails(Opcode::SLICE, {f32({2, 5})}, slice(2, 0, 1), {"SLICE", "f32[2,5]", "axis 2"}));
+  // A required immediate left unset is caught before shape inference can read it.
+  Context ctx;
+  Program p(ctx);
+  TensorDesc d;
+  d.name = "x";
+  d.type = f32({2, 5});
+  d.role = Role::INPUT;
+  Instruction ins = make_instruction(Opcode::SLICE, {p.declare(d).value()}, {});
+  ins.imm.pop_back();
+  const Result<std::vector<TensorId>> r = p.append_new(ins);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("SLICE"), std::string::npos) << r.status().message();
+}
+
+TEST(OpShapeErrors, AxisOutOfRange) {
+  for (Opcode op : {Opcode::SOFTMAX, Opcode::LOGSOFTMAX, Opcode::REDUCE_SUM, Opcode::REDUCE_MEAN, Opcode::REDUCE_MAX}) {
+    const std::string mn = op_info(op).mnemonic;
+    EXPECT_TRUE(append_fails(op, {f32({3, 4})}, {imm_i("axis", 2)}, {mn, "f32[3,4]", "axis 2"}));
+    EXPECT_TRUE(append_fails(op, {f32({3, 4})}, {imm_i("axis", -3)}, {mn, "f32[3,4]", "axis -3"}));
+    EXPECT_TRUE(append_fails(op, {f32({})}, {}, {mn, "f32[]"}));
+  }
+}
+
+TEST(OpShapeErrors, FillValueNotAnI32) {
+  EXPECT_TRUE(append_fails(Opcode::FILL, {i32({3})}, {imm_f("value", 2.5)}, {"FILL", "i32[3]", "2.5"}));
+  EXPECT_TRUE(append_fails(Opcode::FILL, {i32({3})}, {imm_f("value", 2147483648.0)}, {"FILL", "i32[3]"}));
+  EXPECT_TRUE(append_fails(Opcode::FILL, {i32({3})}, {imm_f("value", NaN)}, {"FILL", "i32[3]"}));
+}
+
+TEST(OpShapeErrors, I32IntoFloatOps) {
+  EXPECT_TRUE(append_fails(Opcode::EXP, {i32({3})}, {}, {"EXP", "i32[3]", "f32"}));
+  EXPECT_TRUE(append_fails(Opcode::ADD, {f32({3, 4}), i32({4})}, {}, {"ADD", "operand 2", "i32[4]"}));
+  EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({4, 3}), i32({3})}, {},
+                           {"LINEAR", "operand 3", "i32[3]"}));
+}
+
+// Operands that every op of a category accepts, with the immediates it requires.
+struct ValidCase {
+  std::vector<Shape> shapes;
+  std::vector<ImmArg> imms;
+};
+
+ValidCase valid_case(const OpInfo& info) {
+  switch (info.op) {
+    case Opcode::MATMUL: return {{Shape{3, 4}, Shape{4, 5}}, {}};
+    case Opcode::LINEAR: return {{Shape{3, 4}, Shape{4, 5}, Shape{5}}, {}};
+    case Opcode::RESHAPE: return {{Shape{3, 4}}, {imm_ints("shape", {12})}};
+    case Opcode::TRANSPOSE: return {{Shape{3, 4}}, {imm_ints("perm", {1, 0})}};
+    case Opcode::SLICE: return {{Shape{3, 4}}, {imm_i("axis", 0), imm_i("start", 0), imm_i("end", 2)}};
+    default: break;
+  }
+  switch (info.category) {
+    case OpCategory::ELEMENTWISE_BINARY: return {{Shape{3, 4}, Shape{4}}, {}};
+    default: return {std::vector<Shape>(info.n_in < 0 ? 2 : info.n_in, Shape{3, 4}), {}};
+  }
+}
+
+// Stamped from the table: every op accepts f32 operands of a valid case; with i32 operands, the
+// ops that move bytes accept them and every other op refuses them by name.
+TEST(OpShapeErrors, DtypeFollowsTheFlags) {
+  for (const OpInfo& info : all_ops()) {
+    SCOPED_TRACE(info.mnemonic);
+    const ValidCase c = valid_case(info);
+    for (DType dt : {DType::F32, DType::I32}) {
+      std::vector<TensorType> in;
+      for (const Shape& s : c.shapes) in.push_back(TensorType{dt, s});
+      Context ctx;
+      Program p(ctx);
+      std::vector<TensorId> ids;
+      TensorId out = NO_TENSOR;
+      const Status st = build_op(p, info.op, in, c.imms, &ids, &out);
+      if (dt == DType::F32 || (info.flags & OPF_ANY_DTYPE)) {
+        EXPECT_TRUE(st.is_ok()) << dtype_name(dt) << ": " << st.message();
+        if (st) {
+          EXPECT_EQ(p.desc(out).type.dtype, dt);
+        }
+      } else {
+        EXPECT_TRUE(append_fails(info.op, in, c.imms, {info.mnemonic, in[0].str(), "f32"}));
+      }
+    }
+  }
+}
+
+// Stamped from the table: a wrong number of operands is refused, naming the op.
+TEST(OpShapeErrors, OperandCountFollowsTheTable) {
+  for (const OpInfo& info : all_ops()) {
+    SCOPED_TRACE(info.mnemonic);
+    const int n = info.n_in < 0 ? 0 : info.n_in + 1;
+    EXPECT_TRUE(append_fails(info.op, std::vector<TensorType>(n, f32({3, 4})), {}, {info.mnemonic, "input"}));
+    if (info.n_in > 1) {
+      EXPECT_TRUE(append_fails(info.op, std::vector<TensorType>(info.n_in - 1, f32({3, 4})), {},
+                               {info.mnemonic, "input"}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nnasm::test
