@@ -1,6 +1,8 @@
 // prepare: storage, initialization, kernel resolution; run: the dispatch loop.
 #include "engine/executor.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "engine/init.h"
@@ -48,6 +50,15 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     ex->steps_.push_back(s);
+  }
+
+  size_t scratch = 0;
+  for (const Step& s : ex->steps_)
+    if (ScratchFn f = op_hooks(s.args.ins->op).scratch) scratch = std::max(scratch, f(*s.args.ins, s.args.in_type, s.args.out_type));
+  if (scratch) {
+    ex->scratch_ = AlignedBuffer(scratch);
+    if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", scratch);
+    for (Step& s : ex->steps_) s.args.scratch = ex->scratch_.data();
   }
   return ex;
 }

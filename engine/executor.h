@@ -43,6 +43,8 @@ class Executor {
   std::vector<const void*> in_ptrs_;
   std::vector<void*> out_ptrs_;
   std::vector<TensorType> types_;
+  // One scratch area shared by all steps (they run one after another), sized for the largest.
+  AlignedBuffer scratch_;
 };
 
 }  // namespace nnasm

@@ -19,8 +19,16 @@ Status check_shape(const Shape& s, const std::string& what) {
   return Status::ok();
 }
 
+bool valid_tensor_name(const std::string& name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (name.empty() || !alpha(name[0])) return false;
+  for (char c : name)
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '.') return false;
+  return true;
+}
+
 Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
-  if (d.name.empty()) return Status::error("tensor has no name");
+  if (!valid_tensor_name(d.name)) return Status::errorf("'{}' is not a valid tensor name", d.name);
   if (by_name_.count(d.name)) return Status::errorf("redefinition of tensor '{}'", d.name);
   if (type_known) NNASM_TRY(check_shape(d.type.shape, fmt::format("tensor '{}'", d.name)));
   if (!d.values.empty() && static_cast<int64_t>(d.values.size()) != d.type.shape.numel())
@@ -153,7 +161,7 @@ Result<std::vector<TensorId>> Program::append_new(Instruction ins, const std::st
 }
 
 Status Program::rename(TensorId id, const std::string& name) {
-  if (name.empty()) return Status::error("empty tensor name");
+  if (!valid_tensor_name(name)) return Status::errorf("'{}' is not a valid tensor name", name);
   const std::string old = desc(id).name;
   if (name == old) return Status::ok();
   if (by_name_.count(name)) return Status::errorf("cannot rename '{}' to '{}': the name is taken", old, name);

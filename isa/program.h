@@ -72,6 +72,9 @@ class Program {
 // the operands; the caller adds the location.
 Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
 
+// A name the listing can spell: [A-Za-z_][A-Za-z0-9_.]*.
+bool valid_tensor_name(const std::string& name);
+
 // Checks a shape against the rank and size limits; `what` names it in the message.
 Status check_shape(const Shape& s, const std::string& what);
 

@@ -17,6 +17,7 @@ struct KernelArgs {
   const Instruction* ins;    // immediates
   int n_in;
   int n_out;
+  void* scratch;             // the bytes the op's scratch hook asked for, 64-byte aligned
 };
 
 using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
@@ -24,9 +25,14 @@ using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>
 // Must not allocate (it runs on the hot path).
 using KernelFn = void (*)(const KernelArgs* args);
 
+// Bytes of scratch memory a kernel needs for these operand types (packing buffers and the like);
+// the executor allocates them once at prepare. nullptr: none.
+using ScratchFn = size_t (*)(const Instruction& ins, const TensorType* in, const TensorType* out);
+
 struct OpHooks {
-  ShapeFn shape;
-  KernelFn ref;
+  ShapeFn shape = nullptr;
+  KernelFn ref = nullptr;
+  ScratchFn scratch = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

@@ -297,7 +297,8 @@ void cases_matmul(ParityRun& r) {
   struct Mkn {
     int64_t m, k, n;
   };
-  const Mkn sizes[] = {{1, 1, 1}, {1, 33, 1}, {7, 15, 16}, {17, 33, 7}, {16, 17, 15}, {33, 7, 17}, {65, 70, 65}};
+  // M = 4 and 5 straddle the small-M (GEMV) path of the reference GEMM.
+  const Mkn sizes[] = {{1, 1, 1}, {1, 33, 1}, {4, 70, 33}, {5, 16, 17}, {7, 15, 16}, {17, 33, 7}, {16, 17, 15}, {33, 7, 17}, {65, 70, 65}};
   struct Batches {
     std::vector<int64_t> a, b;
     Mkn s;

@@ -5,7 +5,11 @@
 //            the shell's linear() create it); b: f32[out].
 // Outputs    y: f32[..., out].
 // Gradient   added with autodiff (training issue).
-// Kernels    reference: row-by-row i-p-j loop; JIT GEMM with a bias epilogue in the JIT issue.
+// Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h);
+//            JIT GEMM with a bias epilogue in the JIT issue.
+#include <algorithm>
+
+#include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -28,26 +32,27 @@ Status linear_shape(const Instruction& ins, const std::vector<TensorType>& in, s
   return Status::ok();
 }
 
+GemmShape gemm_shape(const TensorType* in) {
+  const Shape& w = in[1].shape;
+  return GemmShape{in[0].shape.numel() / w[0], w[1], w[0], false, false};
+}
+
+size_t linear_scratch(const Instruction&, const TensorType* in, const TensorType*) {
+  return gemm_scratch_floats(gemm_shape(in)) * sizeof(float);
+}
+
 void linear_ref(const KernelArgs* k) {
-  const Shape& ws = k->in_type[1].shape;
-  const int64_t nin = ws[0], nout = ws[1], rows = k->in_type[0].shape.numel() / nin;
-  const float* x = static_cast<const float*>(k->in[0]);
-  const float* w = static_cast<const float*>(k->in[1]);
+  const GemmShape g = gemm_shape(k->in_type);
   const float* b = static_cast<const float*>(k->in[2]);
   float* y = static_cast<float*>(k->out[0]);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* yr = y + r * nout;
-    for (int64_t j = 0; j < nout; ++j) yr[j] = b[j];
-    for (int64_t p = 0; p < nin; ++p) {
-      const float xv = x[r * nin + p];
-      const float* wr = w + p * nout;
-      for (int64_t j = 0; j < nout; ++j) yr[j] += xv * wr[j];
-    }
-  }
+  // Start from the bias in every row, then accumulate x·W on top.
+  for (int64_t r = 0; r < g.m; ++r) std::copy(b, b + g.n, y + r * g.n);
+  gemm_accumulate(g, static_cast<const float*>(k->in[0]), static_cast<const float*>(k->in[1]), y,
+                  static_cast<float*>(k->scratch));
 }
 
 }  // namespace
 
-OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref}; }
+OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch}; }
 
 }  // namespace nnasm

@@ -7,18 +7,18 @@
 // Outputs    y: f32[batch..., M, N].
 // Immediates transA, transB: bool, default 0.
 // Gradient   added with autodiff (training issue): dA = dY·Bᵀ, dB = Aᵀ·dY.
-// Kernels    reference: i-p-j loop accumulating in f32; JIT GEMM comes with the JIT issue.
+// Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h); JIT GEMM comes with
+//            the JIT issue.
+#include <algorithm>
+
 #include "ops/elementwise/broadcast.h"
+#include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
 namespace nnasm {
 namespace {
 
 enum { TRANS_A, TRANS_B };
-
-struct Dims {
-  int64_t m, k, n;
-};
 
 Shape batch_of(const Shape& s) { return Shape::of(s.dims.data(), s.rank - 2); }
 
@@ -46,38 +46,31 @@ Status matmul_shape(const Instruction& ins, const std::vector<TensorType>& in, s
   return Status::ok();
 }
 
+GemmShape gemm_shape(const Instruction& ins, const TensorType* in, const TensorType* out) {
+  const Shape &as = in[0].shape, &ys = out[0].shape;
+  const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
+  return GemmShape{ys[ys.rank - 2], ys[ys.rank - 1], as[as.rank - (ta ? 2 : 1)], ta, tb};
+}
+
+size_t matmul_scratch(const Instruction& ins, const TensorType* in, const TensorType* out) {
+  return gemm_scratch_floats(gemm_shape(ins, in, out)) * sizeof(float);
+}
+
 void matmul_ref(const KernelArgs* k) {
   const Shape &as = k->in_type[0].shape, &bs = k->in_type[1].shape, &ys = k->out_type[0].shape;
-  const bool ta = k->ins->i(TRANS_A), tb = k->ins->i(TRANS_B);
-  const int64_t m = ys[ys.rank - 2], n = ys[ys.rank - 1], kk = as[as.rank - (ta ? 2 : 1)];
-  // Element strides of row and column index for each operand.
-  const int64_t a_ri = ta ? 1 : kk, a_ci = ta ? m : 1;
-  const int64_t b_ri = tb ? 1 : n, b_ci = tb ? kk : 1;
+  const GemmShape g = gemm_shape(*k->ins, k->in_type, k->out_type);
   const float* A = static_cast<const float*>(k->in[0]);
   const float* B = static_cast<const float*>(k->in[1]);
   float* Y = static_cast<float*>(k->out[0]);
-  const int64_t a_mat = m * kk, b_mat = kk * n, y_mat = m * n;
+  const int64_t a_mat = g.m * g.k, b_mat = g.k * g.n, y_mat = g.m * g.n;
+  std::fill(Y, Y + ys.numel(), 0.f);
   BroadcastWalk(batch_of(ys), batch_of(as), batch_of(bs)).for_each([&](int64_t yb, int64_t ab, int64_t bb) {
-    const float* a = A + ab * a_mat;
-    const float* b = B + bb * b_mat;
-    float* y = Y + yb * y_mat;
-    for (int64_t i = 0; i < m; ++i) {
-      float* yr = y + i * n;
-      for (int64_t j = 0; j < n; ++j) yr[j] = 0.f;
-      for (int64_t p = 0; p < kk; ++p) {
-        const float av = a[i * a_ri + p * a_ci];
-        const float* br = b + p * b_ri;
-        if (b_ci == 1)
-          for (int64_t j = 0; j < n; ++j) yr[j] += av * br[j];
-        else
-          for (int64_t j = 0; j < n; ++j) yr[j] += av * br[j * b_ci];
-      }
-    }
+    gemm_accumulate(g, A + ab * a_mat, B + bb * b_mat, Y + yb * y_mat, static_cast<float*>(k->scratch));
   });
 }
 
 }  // namespace
 
-OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref}; }
+OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch}; }
 
 }  // namespace nnasm

@@ -1,7 +1,9 @@
-// `run` must not touch the allocator: counted with a replaced global operator new, which is why
-// this test has a process of its own.
+// `run` must not touch the allocator: counted with a replaced global operator new and replaced C
+// allocation functions (glibc's malloc family, which Eigen and C code use), which is why this test
+// has a process of its own.
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 #include <new>
 
 #include <gtest/gtest.h>
@@ -13,9 +15,38 @@ std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
 }  // namespace
 
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+
+void* malloc(std::size_t n) {
+  if (counting) ++allocations;
+  return __libc_malloc(n);
+}
+void* calloc(std::size_t n, std::size_t m) {
+  if (counting) ++allocations;
+  return __libc_calloc(n, m);
+}
+void* realloc(void* p, std::size_t n) {
+  if (counting) ++allocations;
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(std::size_t a, std::size_t n) {
+  if (counting) ++allocations;
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** out, std::size_t a, std::size_t n) {
+  if (counting) ++allocations;
+  *out = __libc_memalign(a, n);
+  return *out ? 0 : 12;  // ENOMEM
+}
+}
+
 void* operator new(std::size_t n) {
   if (counting) ++allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
+  if (void* p = __libc_malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n) { return operator new(n); }
@@ -27,11 +58,18 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 namespace nnasm {
 
 TEST(NoAlloc, CounterSeesAllocations) {
+  allocations = 0;
   counting = true;
   auto* p = new std::vector<int>(100);
   counting = false;
   delete p;
   EXPECT_GE(allocations.load(), 1);
+  allocations = 0;
+  counting = true;
+  void* volatile q = std::malloc(64);
+  counting = false;
+  std::free(q);
+  EXPECT_EQ(allocations.load(), 1);
 }
 
 TEST(NoAlloc, RunOfEveryOpAllocatesNothing) {
@@ -50,6 +88,28 @@ TEST(NoAlloc, RunOfEveryOpAllocatesNothing) {
   counting = false;
   EXPECT_EQ(allocations.load(), 0);
   EXPECT_TRUE(std::isfinite(ex.value()->tensor("y")->f32()[0]));
+}
+
+TEST(NoAlloc, LargeGemmsUseThePreparedScratch) {
+  // Big enough that Eigen would take its packing blocks from malloc if we did not hand them over.
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {64, 784});
+  Var h = relu(linear(x, 512));
+  Var t = matmul(h, h, true, false);           // [512,512], K = 64
+  Var u = matmul(x, g.param("v", {300, 784}), false, true);  // [64,300], transB
+  g.output(softmax(linear(h, 10)), "y");
+  g.output(reduce_sum(t, -1), "ts");
+  g.output(u, "u");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  allocations = 0;
+  counting = true;
+  ex.value()->run();
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
 }
 
 }  // namespace nnasm

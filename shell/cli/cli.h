@@ -1,0 +1,41 @@
+// The pieces of the `nnasm` command-line tool that its source files share: each subcommand's
+// options and entry point, and the numpy-like tensor printer. The tool is a thin shell over the
+// library; every failure is a Status whose message is already in the form the user sees.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/shape.h"
+#include "engine/status.h"
+
+namespace nnasm {
+
+struct CheckOptions {
+  std::string file;
+  bool print = false;  // write the normalized listing to stdout
+};
+
+struct RunOptions {
+  std::string file;
+  std::vector<std::string> ins;   // NAME=PATH.npy
+  std::vector<std::string> outs;  // NAME=PATH.npy
+  bool has_seed = false;
+  uint64_t seed = 0;
+};
+
+// `nnasm check`: parses and verifies the listing. On success writes either the normalized listing
+// (--print) or a one-line summary to stdout.
+Status cmd_check(const CheckOptions& o);
+
+// `nnasm run`: parses, binds the inputs from .npy files, runs, then writes the requested tensors
+// to .npy files or, without --out, prints every program output to stdout.
+Status cmd_run(const RunOptions& o);
+
+// Formats a tensor's values like numpy's repr of an array body: nested brackets, values aligned
+// to a common width, rows wrapped at 75 columns, and arrays over 1000 elements summarized to 3
+// items at each end of every axis longer than 6. Rank 0 prints the bare value. `data` holds
+// `type.shape.numel()` elements of `type.dtype`.
+std::string format_tensor(const TensorType& type, const void* data);
+
+}  // namespace nnasm

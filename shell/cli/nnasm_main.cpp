@@ -1,0 +1,87 @@
+// The `nnasm` command-line tool: option parsing (CLI11) and the process boundary. Subcommands
+// return a Status; this file turns it into a message on stderr and exit status 1. CLI11 reports
+// bad options by throwing, and the library promises not to, so every exception is caught here and
+// the tool never dies with an uncaught one.
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "shell/cli/cli.h"
+
+namespace {
+
+int report(const nnasm::Status& s) {
+  if (s) return 0;
+  std::fflush(stdout);
+  fmt::print(stderr, "{}\n", s.message());
+  return 1;
+}
+
+int tool_main(int argc, char** argv) {
+  CLI::App app{"nnasm: check and run neural-network listings (.nnasm files)", "nnasm"};
+  app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("nnasm: error: {}\nRun with --help for more information.\n", e.what());
+  });
+  app.footer(
+      "Examples:\n"
+      "  nnasm check model.nnasm --print\n"
+      "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7");
+
+  nnasm::CheckOptions check;
+  CLI::App* check_cmd = app.add_subcommand("check", "Parse and verify a listing");
+  check_cmd->add_option("FILE", check.file, "Listing to check")->required();
+  check_cmd->add_flag("--print", check.print, "Write the normalized listing to stdout");
+
+  nnasm::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run a listing once on inputs from .npy files");
+  run_cmd->add_option("FILE", run.file, "Listing to run")->required();
+  run_cmd->add_option("--in", run.ins, "Bind input NAME to a .npy file (repeat for each input)")
+      ->type_name("NAME=PATH.npy");
+  run_cmd->add_option("--out", run.outs, "Write tensor NAME to a .npy file; without --out the outputs are printed")
+      ->type_name("NAME=PATH.npy");
+  // CLI11 2.1 converts "-1" and "2^64" to a uint64_t without complaint; a seed must be exact.
+  const CLI::Validator seed_check(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || p != end)
+          return fmt::format("expected an integer from 0 to {}, got '{}'", UINT64_MAX, text);
+        return std::string();
+      },
+      "");
+  CLI::Option* seed = run_cmd->add_option("--seed", run.seed, "Seed for initializing params (default: fixed)")
+                          ->type_name("N")
+                          ->check(seed_check);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a "parse error" that exits 0; every real one exits 1, like the tool's other errors.
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  run.has_seed = seed->count() > 0;
+  if (check_cmd->parsed()) return report(nnasm::cmd_check(check));
+  return report(nnasm::cmd_run(run));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return tool_main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "nnasm: error: out of memory\n");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "nnasm: error: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "nnasm: error: unexpected failure\n");
+  }
+  return 1;
+}

@@ -1,0 +1,326 @@
+// Tests of the `nnasm` tool as a user meets it: a subprocess with arguments, stdout, stderr and an
+// exit status. The tool is $NNASM_TOOL (make test sets it), else build/nnasm relative to the repo
+// root, where tests run. Expected numbers are computed here by hand from small listings.
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "serialize/listing.h"
+#include "serialize/npy.h"
+
+namespace nnasm {
+namespace {
+
+const char* tool_path() {
+  const char* t = std::getenv("NNASM_TOOL");
+  return t && *t ? t : "build/nnasm";
+}
+
+struct ToolResult {
+  int code = -1;  // exit status, or 128 + signal number if the tool was killed
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Whether `err` starts with `prefix`, a column number, and ": error: " (a compiler-style message).
+bool has_location(const std::string& err, const std::string& prefix) {
+  if (err.compare(0, prefix.size(), prefix) != 0) return false;
+  size_t i = prefix.size();
+  const size_t digits = i;
+  while (i < err.size() && std::isdigit(static_cast<unsigned char>(err[i]))) ++i;
+  return i > digits && err.compare(i, 9, ": error: ") == 0;
+}
+
+const char* const kRelu =
+    "; RELU of one input\n"
+    "input  %x : f32[2,3]\n"
+    "output %y\n"
+    "forward:\n"
+    "  RELU %x -> %y\n";
+
+const char* const kAdd =
+    "input  %a : f32[3]\n"
+    "input  %b : f32[3]\n"
+    "output %y\n"
+    "forward:\n"
+    "  ADD %a, %b -> %y  alpha=2 beta=1\n";
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::access(tool_path(), X_OK), 0) << tool_path() << " is missing: build it first (make build/nnasm)";
+    char tmpl[] = "/tmp/cli_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (DIR* d = opendir(dir_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) ::unlink((dir_ + "/" + e->d_name).c_str());
+      closedir(d);
+    }
+    ::rmdir(dir_.c_str());
+  }
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string put(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::binary) << text;
+    return path(name);
+  }
+  std::string put_npy(const std::string& name, const TensorType& t, const void* data) const {
+    Status s = npy_write(path(name), t, data);
+    EXPECT_TRUE(s.is_ok()) << s.message();
+    return path(name);
+  }
+
+  // Runs the tool with `args`; stdout and stderr go to files, so no pipe can fill and block.
+  ToolResult tool(const std::vector<std::string>& args) const {
+    ToolResult r;
+    const std::string out = path(".stdout"), err = path(".stderr");
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      const int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fo < 0 || fe < 0 || ::dup2(fo, 1) < 0 || ::dup2(fe, 2) < 0) ::_exit(126);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(tool_path()));
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    EXPECT_GT(pid, 0) << "fork failed";
+    int st = 0;
+    if (pid > 0 && ::waitpid(pid, &st, 0) == pid)
+      r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    ::unlink(out.c_str());
+    ::unlink(err.c_str());
+    return r;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliTest, CheckOk) {
+  const std::string f = put("relu.nnasm", kRelu);
+  ToolResult r = tool({"check", f});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, f + ": ok (1 instruction, 2 tensors)\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliTest, CheckPrintIsTheNormalizedListing) {
+  for (const char* text : {kRelu, kAdd}) {
+    const std::string f = put("p.nnasm", text);
+    Context ctx;
+    Program p(ctx);
+    Status s = program_parse_file(f, &p);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    ToolResult r = tool({"check", f, "--print"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, program_print(p));
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST_F(CliTest, CheckReportsTheParserError) {
+  const std::string f = put("broken.nnasm",
+                            "input  %x : f32[2,3]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  RELU %x, %x -> %y\n");
+  ToolResult r = tool({"check", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(has_location(r.err, f + ":4:")) << r.err;
+
+  r = tool({"check", path("absent.nnasm")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path("absent.nnasm") + ": error: cannot read"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, RunWritesOutputsToNpy) {
+  const std::string f = put("relu.nnasm", kRelu);
+  const float x[6] = {-1, 2, -3, 4, 0.5f, -0.25f};
+  const std::string xin = put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, x);
+  ToolResult r = tool({"run", f, "--in", "x=" + xin, "--out", "y=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  NpyArray y;
+  Status s = npy_read(path("y.npy"), &y);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(y.type.str(), "f32[2,3]");
+  EXPECT_EQ(y.f32, (std::vector<float>{0, 2, 0, 4, 0.5f, 0}));
+
+  // Two inputs, an immediate, the %-sigil and --opt=value spellings: y = 2a + b.
+  const std::string g = put("add.nnasm", kAdd);
+  const float a[3] = {1, -2, 0.25f}, b[3] = {10, 20, 30};
+  put_npy("a.npy", TensorType{DType::F32, Shape{3}}, a);
+  put_npy("b.npy", TensorType{DType::F32, Shape{3}}, b);
+  r = tool({"run", g, "--in=%a=" + path("a.npy"), "--in", "b=" + path("b.npy"), "--out", "%y=" + path("y2.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  s = npy_read(path("y2.npy"), &y);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(y.f32, (std::vector<float>{12, 16, 30.5f}));
+}
+
+TEST_F(CliTest, RunPrintsOutputsWithoutOut) {
+  const std::string f = put("relu.nnasm", kRelu);
+  const float x[6] = {-1, 2, -3, 4, 0.5f, -0.25f};
+  put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, x);
+  ToolResult r = tool({"run", f, "--in", "x=" + path("x.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "%y: f32[2,3]\n"
+            "[[  0,   2,   0],\n"
+            " [  4, 0.5,   0]]\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliTest, RunSummarizesLargeOutputs) {
+  const std::string f = put("big.nnasm",
+                            "input %x : f32[40,50]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  SCALE %x -> %y  alpha=1\n");
+  std::vector<float> x(2000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  put_npy("x.npy", TensorType{DType::F32, Shape{40, 50}}, x.data());
+  ToolResult r = tool({"run", f, "--in", "x=" + path("x.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 3 rows, "...", 3 rows: numpy's edgeitems=3.
+  EXPECT_EQ(r.out,
+            "%y: f32[40,50]\n"
+            "[[   0,    1,    2, ...,   47,   48,   49],\n"
+            " [  50,   51,   52, ...,   97,   98,   99],\n"
+            " [ 100,  101,  102, ...,  147,  148,  149],\n"
+            " ...,\n"
+            " [1850, 1851, 1852, ..., 1897, 1898, 1899],\n"
+            " [1900, 1901, 1902, ..., 1947, 1948, 1949],\n"
+            " [1950, 1951, 1952, ..., 1997, 1998, 1999]]\n");
+}
+
+TEST_F(CliTest, RunWithoutInputsNeedsNoIn) {
+  const std::string f = put("const.nnasm",
+                            "const @k : f32[3] = [1, -2, 3]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  NEG @k -> %y\n");
+  ToolResult r = tool({"run", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "%y: f32[3]\n[-1,  2, -3]\n");
+}
+
+TEST_F(CliTest, SeedIsHonoured) {
+  const std::string f = put("param.nnasm",
+                            "param @w : f32[4] init=normal mean=0 std=1\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  COPY @w -> %y\n");
+  ToolResult a = tool({"run", f, "--seed", "1"}), b = tool({"run", f, "--seed", "1"}), c = tool({"run", f, "--seed", "2"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST_F(CliTest, MissingInputIsNamed) {
+  const std::string g = put("add.nnasm", kAdd);
+  const float a[3] = {1, 2, 3};
+  put_npy("a.npy", TensorType{DType::F32, Shape{3}}, a);
+  ToolResult r = tool({"run", g, "--in", "a=" + path("a.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("input %b is not given"), std::string::npos) << r.err;
+  r = tool({"run", g});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("inputs %a, %b are not given"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, UnknownInputNameIsRefused) {
+  const std::string f = put("relu.nnasm", kRelu);
+  const float x[6] = {};
+  put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, x);
+  ToolResult r = tool({"run", f, "--in", "x=" + path("x.npy"), "--in", "z=" + path("x.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no tensor named 'z' (its inputs: %x)"), std::string::npos) << r.err;
+  r = tool({"run", f, "--in", "x=" + path("x.npy"), "--in", "y=" + path("x.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("%y is a temporary, not an input"), std::string::npos) << r.err;
+  r = tool({"run", f, "--in", "x=" + path("x.npy"), "--in", "x=" + path("x.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+  r = tool({"run", f, "--in", "x=" + path("x.npy"), "--out", "q=" + path("q.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no tensor named 'q'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, WrongShapeOrDtypeNamesBothTypes) {
+  const std::string f = put("relu.nnasm", kRelu);
+  const float x[6] = {};
+  put_npy("t.npy", TensorType{DType::F32, Shape{3, 2}}, x);
+  ToolResult r = tool({"run", f, "--in", "x=" + path("t.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("t.npy holds f32[3,2], but %x is f32[2,3]"), std::string::npos) << r.err;
+  put_npy("i.npy", TensorType{DType::I32, Shape{2, 3}}, x);
+  r = tool({"run", f, "--in", "x=" + path("i.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds i32[2,3], but %x is f32[2,3]"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, MalformedNpyIsAnErrorNotACrash) {
+  const std::string f = put("relu.nnasm", kRelu);
+  put("junk.npy", "this is not an array");
+  ToolResult r = tool({"run", f, "--in", "x=" + path("junk.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input %x: " + path("junk.npy") + ": not a .npy file (bad magic"), std::string::npos) << r.err;
+
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, x);
+  const std::string good = slurp(path("x.npy"));
+  put("short.npy", good.substr(0, good.size() - 5));
+  r = tool({"run", f, "--in", "x=" + path("short.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("shorter than the 24 bytes"), std::string::npos) << r.err;
+
+  r = tool({"run", f, "--in", "x=" + path("nowhere.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("nowhere.npy: cannot open"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, BadUsageExits1) {
+  const std::string f = put("relu.nnasm", kRelu);
+  EXPECT_EQ(tool({}).code, 1);
+  EXPECT_EQ(tool({"frobnicate"}).code, 1);
+  EXPECT_EQ(tool({"run"}).code, 1);
+  for (const char* bad_seed : {"many", "-1", "1.5", "18446744073709551616"}) {
+    ToolResult r = tool({"run", f, "--seed", bad_seed});
+    EXPECT_EQ(r.code, 1) << bad_seed;
+    EXPECT_EQ(r.err.rfind("nnasm: error: --seed: expected an integer", 0), 0u) << r.err;
+  }
+  ToolResult r = tool({"run", f, "--in", "x"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--in 'x': expected NAME=PATH.npy"), std::string::npos) << r.err;
+  r = tool({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace nnasm

@@ -1,0 +1,51 @@
+// The README's op reference is the opcode table, expanded: this test rebuilds the table from
+// isa/opcodes.def (including each row's semantics comment) and checks README.md carries it
+// verbatim. On failure it prints the table to paste.
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string ops_table_from_def(const std::string& def) {
+  std::string t = "| id | mnemonic | inputs | immediates | computes |\n|---|---|---|---|---|\n";
+  const std::regex row(R"re(^OPCODE\(\s*(\d+),\s*\w+,\s*"(\w+)",\s*(-?\d+),\s*(\d+),\s*"([^"]*)".*//\s*(.*)$)re");
+  std::istringstream in(def);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    const std::string n_in = m[3] == "-1" ? "1+" : m[3].str();
+    std::string imm = m[5].str();
+    for (size_t p; (p = imm.find(',')) != std::string::npos;) imm.replace(p, 1, " ");
+    for (size_t p; (p = imm.find('|')) != std::string::npos;) imm.replace(p, 1, "/");
+    t += fmt::format("| {} | `{}` | {} | {} | {} |\n", m[1].str(), m[2].str(), n_in, imm.empty() ? "" : "`" + imm + "`",
+                     m[6].str());
+  }
+  return t;
+}
+
+TEST(Readme, OpReferenceMatchesTheOpcodeTable) {
+  const std::string table = ops_table_from_def(read("isa/opcodes.def"));
+  ASSERT_GT(std::count(table.begin(), table.end(), '\n'), 30);
+  EXPECT_NE(read("README.md").find(table), std::string::npos) << "README.md's op table should be:\n" << table;
+}
+
+TEST(Readme, ShowsTheTwoCommands) {
+  const std::string r = read("README.md");
+  EXPECT_NE(r.find("make run"), std::string::npos);
+  EXPECT_NE(r.find("make test"), std::string::npos);
+  EXPECT_NE(read(".ci/run").find("make test"), std::string::npos);
+}
+
+}  // namespace
