@@ -2,6 +2,8 @@
 // exit status. The tool is $NNASM_TOOL (make test sets it), else build/nnasm relative to the repo
 // root, where tests run. Expected numbers are computed here by hand from small listings.
 #include <gtest/gtest.h>
+
+#include "tests/temp_dir_test.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -59,29 +61,13 @@ const char* const kAdd =
     "forward:\n"
     "  ADD %a, %b -> %y  alpha=2 beta=1\n";
 
-class CliTest : public ::testing::Test {
+class CliTest : public TempDirTest {
  protected:
   void SetUp() override {
     ASSERT_EQ(::access(tool_path(), X_OK), 0) << tool_path() << " is missing: build it first (make build/nnasm)";
-    char tmpl[] = "/tmp/cli_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (dir_.empty()) return;
-    if (DIR* d = opendir(dir_.c_str())) {
-      while (dirent* e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) ::unlink((dir_ + "/" + e->d_name).c_str());
-      closedir(d);
-    }
-    ::rmdir(dir_.c_str());
+    TempDirTest::SetUp();
   }
 
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string put(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name), std::ios::binary) << text;
-    return path(name);
-  }
   std::string put_npy(const std::string& name, const TensorType& t, const void* data) const {
     Status s = npy_write(path(name), t, data);
     EXPECT_TRUE(s.is_ok()) << s.message();
@@ -115,7 +101,6 @@ class CliTest : public ::testing::Test {
     return r;
   }
 
-  std::string dir_;
 };
 
 TEST_F(CliTest, CheckOk) {

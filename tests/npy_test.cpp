@@ -4,6 +4,8 @@
 #include "serialize/npy.h"
 
 #include <gtest/gtest.h>
+
+#include "tests/temp_dir_test.h"
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -57,43 +59,7 @@ std::string f32_bytes(std::initializer_list<float> v) {
   return s;
 }
 
-class NpyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/npy_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (dir_.empty()) return;
-    if (DIR* d = opendir(dir_.c_str())) {
-      while (dirent* e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) ::unlink((dir_ + "/" + e->d_name).c_str());
-      closedir(d);
-    }
-    ::rmdir(dir_.c_str());
-  }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  void put(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-  }
-  std::string get(const std::string& name) const {
-    std::ifstream f(path(name), std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> v;
-    if (DIR* d = opendir(dir_.c_str())) {
-      while (dirent* e = readdir(d))
-        if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) v.push_back(e->d_name);
-      closedir(d);
-    }
-    return v;
-  }
-  std::string dir_;
-};
+class NpyTest : public TempDirTest {};
 
 // Reads `bytes` as a file named "bad.npy" and returns the error message ("" if it was read).
 std::string error_of(const std::string& bytes) {

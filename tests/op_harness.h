@@ -149,10 +149,8 @@ inline std::string describe(Opcode op, const std::vector<HostTensor>& in, const 
   return s;
 }
 
-// Declares `in` as inputs x0, x1, ... and appends `op` with `imms` through append_new. On
-// success `*out` is the output's id.
-inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in, const std::vector<ImmArg>& imms,
-                       std::vector<TensorId>* in_ids, TensorId* out) {
+// Declares `in` as inputs x0, x1, ... of `p`, appending their ids to `ids`.
+inline Status declare_inputs(Program& p, const std::vector<TensorType>& in, std::vector<TensorId>* ids) {
   for (size_t k = 0; k < in.size(); ++k) {
     TensorDesc d;
     d.name = fmt::format("x{}", k);
@@ -160,8 +158,16 @@ inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in,
     d.role = Role::INPUT;
     Result<TensorId> id = p.declare(d);
     if (!id) return id.status();
-    in_ids->push_back(id.value());
+    ids->push_back(id.value());
   }
+  return Status::ok();
+}
+
+// Declares `in` as inputs x0, x1, ... and appends `op` with `imms` through append_new. On
+// success `*out` is the output's id.
+inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in, const std::vector<ImmArg>& imms,
+                       std::vector<TensorId>* in_ids, TensorId* out) {
+  NNASM_TRY(declare_inputs(p, in, in_ids));
   Instruction ins = make_instruction(op, *in_ids, {});
   const std::string bad = apply_imms(&ins, imms);
   if (!bad.empty()) return Status::error(bad);
@@ -304,15 +310,8 @@ inline ::testing::AssertionResult append_fails(Opcode op, const std::vector<Tens
   Program p(ctx);
   std::vector<TensorId> ids;
   // Declare first, so the counts below are taken with the inputs in place.
-  for (size_t k = 0; k < in.size(); ++k) {
-    TensorDesc d;
-    d.name = fmt::format("x{}", k);
-    d.type = in[k];
-    d.role = Role::INPUT;
-    Result<TensorId> id = p.declare(d);
-    if (!id) return ::testing::AssertionFailure() << "cannot declare input: " << id.status().message();
-    ids.push_back(id.value());
-  }
+  if (Status s = declare_inputs(p, in, &ids); !s)
+    return ::testing::AssertionFailure() << "cannot declare input: " << s.message();
   const size_t n_tensors = p.tensors().size(), n_ctx = ctx.size();
   Instruction ins = make_instruction(op, ids, {});
   const std::string bad = apply_imms(&ins, imms);

@@ -39,8 +39,24 @@ void binary_ref(const KernelArgs* k) {
     p.alpha = static_cast<float>(k->ins->f(0));
     p.beta = static_cast<float>(k->ins->f(1));
   }
+  // Unit-stride and stride-0 rows get loops of their own so the compiler vectorizes them.
   BroadcastWalk(k->out_type[0].shape, k->in_type[0].shape, k->in_type[1].shape)
-      .for_each([&](int64_t o, int64_t ia, int64_t ib) { y[o] = F(a[ia], b[ib], p); });
+      .for_each_row([&](int64_t o, int64_t oa, int64_t ob, int64_t n, int64_t sa, int64_t sb) {
+        float* __restrict yr = y + o;
+        const float* __restrict ar = a + oa;
+        const float* __restrict br = b + ob;
+        if (sa == 1 && sb == 1) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = F(ar[j], br[j], p);
+        } else if (sa == 1 && sb == 0) {
+          const float bv = *br;
+          for (int64_t j = 0; j < n; ++j) yr[j] = F(ar[j], bv, p);
+        } else if (sa == 0 && sb == 1) {
+          const float av = *ar;
+          for (int64_t j = 0; j < n; ++j) yr[j] = F(av, br[j], p);
+        } else {
+          for (int64_t j = 0; j < n; ++j) yr[j] = F(ar[j * sa], br[j * sb], p);
+        }
+      });
 }
 
 Status binary_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {

@@ -17,13 +17,21 @@ class BroadcastWalk {
       sb_[i] = stride_of(b, i - (out.rank - b.rank), out.dims[i]);
     }
   }
-  // Calls f(out_index, a_offset, b_offset) for every output element. The innermost dimension is
-  // a plain loop, so the common cases (same shape, row vector) stay cheap.
+  // Calls f(out_index, a_offset, b_offset) for every output element.
   template <typename F>
   void for_each(F&& f) const {
+    for_each_row([&](int64_t o, int64_t oa, int64_t ob, int64_t n, int64_t ia, int64_t ib) {
+      for (int64_t j = 0; j < n; ++j) f(o + j, oa + j * ia, ob + j * ib);
+    });
+  }
+
+  // Calls f(out_index, a_offset, b_offset, n, a_step, b_step) once per row of the innermost
+  // dimension, so kernels can give the common unit-stride and stride-0 rows their own loops.
+  template <typename F>
+  void for_each_row(F&& f) const {
     const int r = out_.rank;
     if (r == 0) {
-      f(0, 0, 0);
+      f(0, 0, 0, 1, 0, 0);
       return;
     }
     const int64_t inner = out_.dims[r - 1], ia = sa_[r - 1], ib = sb_[r - 1];
@@ -31,7 +39,7 @@ class BroadcastWalk {
     std::array<int64_t, MAX_RANK> idx{};
     int64_t oa = 0, ob = 0, o = 0;
     for (int64_t k = 0; k < outer; ++k) {
-      for (int64_t j = 0; j < inner; ++j) f(o + j, oa + j * ia, ob + j * ib);
+      f(o, oa, ob, inner, ia, ib);
       o += inner;
       // Advance the multi-index over the outer dimensions.
       for (int d = r - 2; d >= 0; --d) {
