@@ -15,7 +15,7 @@ SAN      ?=
 BUILD    := build$(if $(SAN),/san-$(SAN))
 
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
-                libbenchmark-dev libcli11-dev libxxhash-dev
+                libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CXXFLAGS ?= -O2
@@ -26,7 +26,7 @@ ifeq ($(findstring clang,$(CXX)),)
 CXXFLAGS += -fvect-cost-model=dynamic
 endif
 CPPFLAGS += -I. -isystem /usr/include/eigen3
-LDLIBS   := -lfmt -lxxhash -lpthread
+LDLIBS   := -lfmt -lxxhash -lz -lpthread
 ifneq ($(SAN),)
 CXXFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -g
 LDFLAGS  += -fsanitize=$(SAN)

@@ -19,7 +19,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
     if (!t.allocate())
       return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
     const Role r = t.desc.role;
-    if (r == Role::CONST || (r == Role::PARAM && fresh)) init_tensor(t, ctx.seed());
+    if (r == Role::CONST || ((r == Role::PARAM || r == Role::STATE) && fresh)) init_tensor(t, ctx.seed());
   }
 
   size_t n_in = 0, n_out = 0;
@@ -35,6 +35,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
     Step s{};
     s.fn = op_hooks(ins.op).ref;
     s.args.ins = &ins;
+    s.args.state = &ex->state_;
     s.args.n_in = static_cast<int>(ins.in.size());
     s.args.n_out = static_cast<int>(ins.out.size());
     s.args.in = ex->in_ptrs_.data() + ex->in_ptrs_.size();
@@ -52,6 +53,10 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
     ex->steps_.push_back(s);
   }
 
+  for (int k = 0; k < SECTION_COUNT; ++k) ex->sections_[k] = p.section_range(static_cast<Section>(k));
+  ex->state_.training = p.training();
+  ex->state_.seed = ctx.seed();
+
   size_t scratch = 0;
   for (const Step& s : ex->steps_)
     if (ScratchFn f = op_hooks(s.args.ins->op).scratch) scratch = std::max(scratch, f(*s.args.ins, s.args.in_type, s.args.out_type));
@@ -63,8 +68,16 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
   return ex;
 }
 
-void Executor::run() {
-  for (const Step& s : steps_) s.fn(&s.args);
+void Executor::run(Section sec) {
+  const auto [b, e] = sections_[static_cast<int>(sec)];
+  for (size_t i = b; i < e; ++i) steps_[i].fn(&steps_[i].args);
+  if (sec == Section::FORWARD) ++state_.run_index;
+}
+
+void Executor::train_step() {
+  run(Section::FORWARD);
+  run(Section::BACKWARD);
+  run(Section::UPDATE);
 }
 
 Tensor* Executor::tensor(const std::string& name) const {

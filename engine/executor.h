@@ -21,8 +21,16 @@ class Executor {
   // program, failed allocation (naming the tensor). Allocates; not thread-safe.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
 
-  // Runs every instruction in order. Performs no allocation. Not thread-safe per executor.
-  void run();
+  // Runs the forward section. Performs no allocation. Not thread-safe per executor.
+  void run() { run(Section::FORWARD); }
+  // Runs one section's instructions in order. No allocation.
+  void run(Section s);
+  // One training step: forward, backward, update. No allocation.
+  void train_step();
+
+  // The mode kernels see (dropout, batch norm); starts as the program's mode.
+  void set_training(bool t) { state_.training = t; }
+  bool training() const { return state_.training; }
 
   // Storage of a tensor of the program by name; nullptr if there is no such tensor.
   Tensor* tensor(const std::string& name) const;
@@ -38,7 +46,9 @@ class Executor {
   explicit Executor(const Program& p) : program_(&p) {}
 
   const Program* program_;
+  RunState state_;
   std::vector<Step> steps_;
+  std::pair<size_t, size_t> sections_[SECTION_COUNT];  // [begin, end) of each section in steps_
   // Backing arrays that the steps' KernelArgs point into; sized before any pointer is taken.
   std::vector<const void*> in_ptrs_;
   std::vector<void*> out_ptrs_;

@@ -13,6 +13,7 @@ const char* role_name(Role r) {
     case Role::PARAM: return "param";
     case Role::CONST: return "const";
     case Role::TEMPORARY: return "temporary";
+    case Role::STATE: return "state";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
-// Tensors: a descriptor (id, name, type, role, initialization) and 64-byte-aligned storage for
-// data and, when needed, gradient. Storage is padded to a whole number of 64-byte lines so vector
+// Tensors: a descriptor (id, name, type, role, initialization) and 64-byte-aligned storage. A
+// gradient is a tensor of its own (named NAME.grad by autodiff), so that backward instructions
+// name it like any other operand. Storage is padded to a whole number of 64-byte lines so vector
 // kernels may load the last partial vector without faulting.
 #pragma once
 #include <cstddef>
@@ -14,7 +15,8 @@ namespace nnasm {
 using TensorId = uint64_t;  // unique within a Context
 constexpr TensorId NO_TENSOR = 0;
 
-enum class Role : uint8_t { INPUT, OUTPUT, PARAM, CONST, TEMPORARY };
+// STATE: persistent, not trained (optimizer moments, step counters, running statistics).
+enum class Role : uint8_t { INPUT, OUTPUT, PARAM, CONST, TEMPORARY, STATE };
 const char* role_name(Role r);  // "input", "output", ...
 
 enum class InitKind : uint8_t {
@@ -40,8 +42,10 @@ struct TensorDesc {
   InitSpec init;
   std::vector<double> values;  // inline values of a const (or param), row-major; empty if none
 
-  // `@` for params and constants, `%` for everything else.
-  char sigil() const { return role == Role::PARAM || role == Role::CONST ? '@' : '%'; }
+  // `@` for what persists across runs (params, constants, state), `%` for everything else.
+  char sigil() const { return role == Role::PARAM || role == Role::CONST || role == Role::STATE ? '@' : '%'; }
+  // Declared in a listing's header (rather than by the instruction that defines it).
+  bool declared_up_front() const { return role == Role::INPUT || sigil() == '@'; }
 };
 
 // Owns one 64-byte-aligned, zero-initialized block, or nothing if allocation failed. Move-only.
@@ -66,7 +70,6 @@ class AlignedBuffer {
 struct Tensor {
   TensorDesc desc;
   AlignedBuffer data;
-  AlignedBuffer grad;
 
   // Allocates zeroed data storage if absent; false if the allocation failed. Requires the shape
   // to be final (its size checked against limits by whoever made it).

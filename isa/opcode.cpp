@@ -106,6 +106,27 @@ bool Imm::operator==(const Imm& o) const {
   }
 }
 
+Imm imm_f(double v) {
+  Imm m;
+  m.type = ImmType::F32;
+  m.f = static_cast<float>(v);
+  return m;
+}
+
+Imm imm_i(int64_t v) {
+  Imm m;
+  m.type = ImmType::I64;
+  m.i = v;
+  return m;
+}
+
+Imm imm_ints(std::vector<int64_t> v) {
+  Imm m;
+  m.type = ImmType::INTS;
+  m.ints = std::move(v);
+  return m;
+}
+
 const std::vector<OpInfo>& all_ops() { return tables().ops; }
 
 const OpInfo& op_info(Opcode op) {

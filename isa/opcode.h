@@ -12,9 +12,10 @@ enum OpFlags : uint32_t {
   OPF_COMMUTATIVE = 1u << 0,  // inputs may be swapped
   OPF_ACTIVATION = 1u << 1,   // fusable as an epilogue
   OPF_ANY_DTYPE = 1u << 2,    // moves bytes; works for f32 and i32 alike
+  OPF_INPLACE = 1u << 3,      // every output is one of the inputs, updated in place
 };
 
-enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA };
+enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA, LOSS, OPTIMIZER };
 
 enum class Opcode : uint16_t {
   INVALID = 0,
@@ -36,6 +37,11 @@ struct Imm {
   bool operator==(const Imm& o) const;
 };
 
+// Immediate constructors (the ENUM value is set by index; recording fills in its text).
+Imm imm_f(double v);  // rounded to float, as the listing stores it
+Imm imm_i(int64_t v);
+Imm imm_ints(std::vector<int64_t> v);
+
 struct ImmSpec {
   std::string key;
   ImmType type;
@@ -48,7 +54,7 @@ struct OpInfo {
   Opcode op;
   const char* mnemonic;
   int n_in;  // -1: variadic, at least one
-  int n_out;
+  int n_out;  // -1: as many as inputs
   OpCategory category;
   uint32_t flags;
   std::vector<ImmSpec> imms;  // parsed from the schema string

@@ -2,6 +2,8 @@
 // single definition); types come from the ops' shape inference through infer_types().
 #include "isa/program.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace nnasm {
@@ -34,7 +36,7 @@ Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
   if (!d.values.empty() && static_cast<int64_t>(d.values.size()) != d.type.shape.numel())
     return Status::errorf("tensor '{}' has {} values but shape {} holds {}", d.name, d.values.size(),
                           d.type.shape.str(), d.type.shape.numel());
-  bool defined = d.role == Role::INPUT || d.role == Role::PARAM || d.role == Role::CONST;
+  const bool defined = d.declared_up_front();
   if (defined && !type_known) return Status::errorf("{} '{}' needs a type", role_name(d.role), d.name);
   Tensor& t = ctx_->add(std::move(d));
   TensorId id = t.desc.id;
@@ -82,11 +84,16 @@ Status Program::append(Instruction ins) {
     return Status::errorf("invalid opcode {}", static_cast<int>(ins.op));
   const OpInfo& info = op_info(ins.op);
   const int n_in = static_cast<int>(ins.in.size()), n_out = static_cast<int>(ins.out.size());
+  const bool inplace = info.flags & OPF_INPLACE;
+  if (!code_.empty() && ins.section < code_.back().section)
+    return Status::errorf("{}: a {} instruction cannot follow the {} section", info.mnemonic, section_name(ins.section),
+                          section_name(code_.back().section));
   if (info.n_in >= 0 && n_in != info.n_in)
     return Status::errorf("{} takes {} input{}, got {}", info.mnemonic, info.n_in, info.n_in == 1 ? "" : "s", n_in);
   if (info.n_in < 0 && n_in < 1) return Status::errorf("{} takes at least 1 input, got 0", info.mnemonic);
-  if (n_out != info.n_out)
-    return Status::errorf("{} takes {} output{}, got {}", info.mnemonic, info.n_out, info.n_out == 1 ? "" : "s", n_out);
+  const int want_out = info.n_out < 0 ? n_in : info.n_out;
+  if (n_out != want_out)
+    return Status::errorf("{} takes {} output{}, got {}", info.mnemonic, want_out, want_out == 1 ? "" : "s", n_out);
   if (ins.imm.size() != info.imms.size())
     return Status::errorf("{} has {} immediates, got {}", info.mnemonic, info.imms.size(), ins.imm.size());
   for (size_t k = 0; k < info.imms.size(); ++k) {
@@ -113,8 +120,13 @@ Status Program::append(Instruction ins) {
     const Tensor* t = ctx_->find(ins.out[k]);
     if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.out[k])
       return Status::errorf("{}: output {} is not a tensor of this program", info.mnemonic, k + 1);
-    if (defined_.count(ins.out[k]))
+    if (inplace) {
+      if (std::find(ins.in.begin(), ins.in.end(), ins.out[k]) == ins.in.end())
+        return Status::errorf("{} updates its operands in place: output {}{} must also be an input", info.mnemonic,
+                              t->desc.sigil(), t->desc.name);
+    } else if (defined_.count(ins.out[k])) {
       return Status::errorf("{}: redefinition of {}{}", info.mnemonic, t->desc.sigil(), t->desc.name);
+    }
     for (int j = 0; j < k; ++j)
       if (ins.out[j] == ins.out[k])
         return Status::errorf("{}: output {}{} is named twice", info.mnemonic, t->desc.sigil(), t->desc.name);
@@ -139,7 +151,8 @@ Status Program::append(Instruction ins) {
 }
 
 Result<std::vector<TensorId>> Program::append_new(Instruction ins, const std::string& prefix) {
-  const int n_out = ins.op == Opcode::INVALID ? 0 : op_info(ins.op).n_out;
+  const int n_out_info = ins.op == Opcode::INVALID ? 0 : op_info(ins.op).n_out;
+  const int n_out = n_out_info < 0 ? static_cast<int>(ins.in.size()) : n_out_info;
   ins.out.clear();
   for (int k = 0; k < n_out; ++k) {
     TensorDesc d;
@@ -169,6 +182,19 @@ Status Program::rename(TensorId id, const std::string& name) {
   by_name_[name] = id;
   desc(id).name = name;
   return Status::ok();
+}
+
+std::pair<size_t, size_t> Program::section_range(Section s) const {
+  size_t b = 0;
+  while (b < code_.size() && code_[b].section < s) ++b;
+  size_t e = b;
+  while (e < code_.size() && code_[e].section == s) ++e;
+  return {b, e};
+}
+
+TensorId Program::cached_grad(TensorId y, TensorId x) const {
+  auto it = grads_.find({y, x});
+  return it == grads_.end() ? NO_TENSOR : it->second;
 }
 
 Status Program::finish() const {

@@ -3,6 +3,7 @@
 // instruction validates it against the opcode table and runs the op's shape inference, so a
 // program is always well-typed. Not thread-safe.
 #pragma once
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,8 +32,9 @@ class Program {
   // Marks a tensor as a program output.
   void mark_output(TensorId id);
 
-  // Validates `ins` (operand counts, immediates, operands defined, shape inference), sets the
-  // types of its outputs, and appends it. On error nothing changes.
+  // Validates `ins` (operand counts, immediates, operands defined, outputs defined once — or, for
+  // an in-place op, outputs among its inputs —, section order, shape inference), sets the types
+  // of its outputs, and appends it. On error nothing changes.
   Status append(Instruction ins);
   // Appends `ins` with `n_out` new temporaries as its outputs, named `prefix`N (ins.out is
   // replaced). Returns their ids; on error nothing changes (the temporaries are not kept).
@@ -51,6 +53,21 @@ class Program {
   std::vector<TensorId> outputs() const;
   std::vector<TensorId> inputs() const;
   const std::vector<Instruction>& code() const { return code_; }
+  // Instructions [begin, end) of a section.
+  std::pair<size_t, size_t> section_range(Section s) const;
+  bool has_section(Section s) const {
+    auto r = section_range(s);
+    return r.first < r.second;
+  }
+
+  // The mode a run starts in: training (dropout active, batch statistics) or inference. Shown in
+  // the listing as `mode training`.
+  bool training() const { return training_; }
+  void set_training(bool t) { training_ = t; }
+
+  // Autodiff's memo: the gradient of y with respect to x, once generated (NO_TENSOR if not).
+  TensorId cached_grad(TensorId y, TensorId x) const;
+  void cache_grad(TensorId y, TensorId x, TensorId g) { grads_[{y, x}] = g; }
 
   // A name not used yet: prefix followed by the smallest free number ("t0", "t1", ...).
   std::string fresh_name(const std::string& prefix);
@@ -65,6 +82,8 @@ class Program {
   std::unordered_set<TensorId> defined_;
   std::vector<Instruction> code_;
   std::unordered_map<std::string, int> name_counter_;
+  bool training_ = false;
+  std::map<std::pair<TensorId, TensorId>, TensorId> grads_;
 };
 
 // Shape inference of one instruction, implemented by the op registry (ops/registry.cpp):

@@ -6,8 +6,17 @@
 
 #include "engine/status.h"
 #include "isa/instruction.h"
+#include "ops/grad.h"
 
 namespace nnasm {
+
+// What a run shares with every kernel: the mode, and a counter that makes each run's random
+// draws (dropout) differ while the whole sequence stays reproducible from the seed.
+struct RunState {
+  bool training = false;
+  uint64_t seed = 0;
+  uint64_t run_index = 0;
+};
 
 struct KernelArgs {
   const void* const* in;     // n_in data pointers, 64-byte aligned
@@ -18,6 +27,7 @@ struct KernelArgs {
   int n_in;
   int n_out;
   void* scratch;             // the bytes the op's scratch hook asked for, 64-byte aligned
+  const RunState* state;
 };
 
 using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
@@ -33,6 +43,8 @@ struct OpHooks {
   ShapeFn shape = nullptr;
   KernelFn ref = nullptr;
   ScratchFn scratch = nullptr;
+  // The backward rule (ops/grad.h). nullptr: the op has none, and autodiff says so by name.
+  GradFn grad = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

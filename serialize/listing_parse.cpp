@@ -20,7 +20,7 @@ namespace nnasm {
 namespace {
 
 // The sections in the order a listing must give them; a new Section value is added here too.
-constexpr Section SECTIONS[] = {Section::FORWARD};
+constexpr Section SECTIONS[] = {Section::FORWARD, Section::BACKWARD, Section::UPDATE};
 
 char sigil_of(const Token& t) { return t.kind == Tok::GLOBAL ? '@' : '%'; }
 bool is_operand(const Token& t) { return t.kind == Tok::LOCAL || t.kind == Tok::GLOBAL; }
@@ -74,7 +74,11 @@ class Parser {
     if (t.kind == Tok::IDENT) {
       if (peek(1).kind == Tok::COLON) return section_label();
       if (t.text == "output") return output_line();
-      if (t.text == "input" || t.text == "param" || t.text == "const") {
+      if (t.text == "mode" && peek(1).kind == Tok::IDENT) {
+        if (in_section_) return err(t, "'mode' must come before '{}:'", section_name(SECTIONS[0]));
+        return mode_line();
+      }
+      if (t.text == "input" || t.text == "param" || t.text == "const" || t.text == "state") {
         if (in_section_) return err(t, "declarations must come before '{}:'", section_name(SECTIONS[0]));
         return declaration();
       }
@@ -82,7 +86,7 @@ class Parser {
       if (op_by_mnemonic(t.text)) return err(t, "instruction before '{}:'", section_name(SECTIONS[0]));
     }
     if (in_section_) return err(t, "expected an instruction, got {}", describe(t));
-    return err(t, "expected a declaration (input, param, const, output) or '{}:', got {}", section_name(SECTIONS[0]),
+    return err(t, "expected a declaration (input, param, const, state, output, mode) or '{}:', got {}", section_name(SECTIONS[0]),
                describe(t));
   }
 
@@ -101,6 +105,16 @@ class Parser {
     return end_of_statement();
   }
 
+  // mode training | mode inference
+  Status mode_line() {
+    next();  // 'mode'
+    const Token m = next();
+    if (m.text != "training" && m.text != "inference")
+      return err(m, "mode is 'training' or 'inference', got '{}'", m.text);
+    p_->set_training(m.text == "training");
+    return end_of_statement();
+  }
+
   // ---- declarations ----
 
   Status redefinition(const Token& name, TensorId id) const {
@@ -116,7 +130,10 @@ class Parser {
 
   Status declaration() {
     const Token kw = next();
-    const Role role = kw.text == "input" ? Role::INPUT : kw.text == "param" ? Role::PARAM : Role::CONST;
+    const Role role = kw.text == "input"   ? Role::INPUT
+                      : kw.text == "param" ? Role::PARAM
+                      : kw.text == "state" ? Role::STATE
+                                           : Role::CONST;
     const Tok want = role == Role::INPUT ? Tok::LOCAL : Tok::GLOBAL;
     const char want_sigil = want == Tok::LOCAL ? '%' : '@';
     const Token name = next();
@@ -327,10 +344,11 @@ class Parser {
   }
 
   // An output names a tensor no instruction has defined: an `output` line's, or a new temporary.
-  Status resolve_output(const Token& t, int line, TensorId* id) {
+  // An in-place op's outputs are its inputs, already defined.
+  Status resolve_output(const Token& t, int line, bool inplace, TensorId* id) {
     *id = p_->find(std::string(t.text));
     if (*id != NO_TENSOR) {
-      if (p_->defined(*id)) return redefinition(t, *id);
+      if (p_->defined(*id) && !inplace) return redefinition(t, *id);
       return check_sigil(t, p_->desc(*id));
     }
     if (t.kind == Tok::GLOBAL)
@@ -429,7 +447,7 @@ class Parser {
       const Token& t = next();
       if (!is_operand(t)) return err(t, "expected an output operand like %y, got {}", describe(t));
       TensorId id;
-      NNASM_TRY(resolve_output(t, mn.line, &id));
+      NNASM_TRY(resolve_output(t, mn.line, info->flags & OPF_INPLACE, &id));
       ins.out.push_back(id);
       if (peek().kind != Tok::COMMA) break;
       next();

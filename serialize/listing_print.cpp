@@ -61,8 +61,6 @@ std::string values_text(const TensorDesc& d) {
   return s + "]";
 }
 
-bool declared(const TensorDesc& d) { return d.role == Role::INPUT || d.role == Role::PARAM || d.role == Role::CONST; }
-
 // "input  %x  : f32[1,784]" / "param  @w1 : f32[784,256]  init=he_normal = [...]", names and
 // (before an init) types padded to the header's widest so the columns line up.
 std::string declaration_text(const TensorDesc& d, size_t name_w, size_t type_w) {
@@ -100,16 +98,16 @@ std::string program_print(const Program& p) {
   size_t name_w = 0, type_w = 0;
   for (TensorId id : p.tensors()) {
     const TensorDesc& d = p.desc(id);
-    if (!declared(d)) continue;
+    if (!d.declared_up_front()) continue;
     name_w = std::max(name_w, std::min(MAX_ALIGN, d.name.size() + 1));
     if (!init_text(d).empty()) type_w = std::max(type_w, std::min(MAX_ALIGN, d.type.str().size()));
   }
-  std::string s;
+  std::string s = p.training() ? "mode training\n" : "";
   // Temporaries are declared by the instruction that defines them, so only an output line shows
   // one in the header.
   for (TensorId id : p.tensors()) {
     const TensorDesc& d = p.desc(id);
-    if (declared(d)) s += declaration_text(d, name_w, type_w);
+    if (d.declared_up_front()) s += declaration_text(d, name_w, type_w);
     if (d.is_output) s += fmt::format("output {}{}\n", d.sigil(), d.name);
   }
   if (!s.empty()) s += "\n";

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "isa/program.h"
+#include "serialize/atomic_file.h"
 
 namespace nnasm {
 
@@ -286,19 +287,6 @@ ssize_t read_full(int fd, void* buf, size_t n) {
   return static_cast<ssize_t>(got);
 }
 
-bool write_full(int fd, const void* buf, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::write(fd, static_cast<const char*>(buf) + done, n - done);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(r);
-  }
-  return true;
-}
-
 // Closes the descriptor on every path out of npy_read.
 struct Fd {
   int fd;
@@ -397,18 +385,9 @@ Status npy_write(const std::string& path, const TensorType& type, const void* da
   pre += static_cast<char>(header.size() >> 8);
   pre += header;
 
-  std::string tmpl = path + ".tmpXXXXXX";
-  const int fd = ::mkstemp(&tmpl[0]);
-  // The temporary's directory is the target's, so its errors (no such directory, no permission)
-  // are the target's too and are reported as such.
-  if (fd < 0) return Status::error(sys_error(path, "write"));
-  auto fail = [&](const char* doing) {
-    Status s = Status::error(sys_error(path, doing));
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return s;
-  };
-  if (!write_full(fd, pre.data(), pre.size())) return fail("write");
+  AtomicFileWriter w;
+  NNASM_TRY(w.open(path));
+  NNASM_TRY(w.write(pre.data(), pre.size()));
 
   // Encoded in chunks so that the output is little-endian whatever the host, without a copy of
   // the whole tensor.
@@ -420,31 +399,9 @@ Status npy_write(const std::string& path, const TensorType& type, const void* da
     const size_t m = n - i < kChunk ? n - i : kChunk;
     std::memcpy(buf.data(), src + i * 4, m * 4);
     words_from_le(buf.data(), m);  // its own inverse
-    if (!write_full(fd, buf.data(), m * 4)) return fail("write");
+    NNASM_TRY(w.write(buf.data(), m * 4));
   }
-  // mkstemp makes the file 0600; a .npy is data meant to be shared.
-  if (::fchmod(fd, 0644) != 0) return fail("set the mode of");
-  if (::fsync(fd) != 0) return fail("sync");
-  if (::close(fd) != 0) {
-    Status s = Status::error(sys_error(path, "close"));
-    ::unlink(tmpl.c_str());
-    return s;
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    Status s = Status::error(sys_error(path, "rename the temporary file to"));
-    ::unlink(tmpl.c_str());
-    return s;
-  }
-  // Best effort: persist the rename itself. A failure here cannot be undone and the file is in
-  // place, so it is not reported.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::ok();
+  return w.commit();
 }
 
 }  // namespace nnasm

@@ -9,25 +9,6 @@ namespace nnasm {
 const TensorType& Var::type() const { return g_->program().desc(id_).type; }
 const std::string& Var::name() const { return g_->program().desc(id_).name; }
 
-Imm imm_f(double v) {
-  Imm m;
-  m.type = ImmType::F32;
-  m.f = static_cast<float>(v);
-  return m;
-}
-Imm imm_i(int64_t v) {
-  Imm m;
-  m.type = ImmType::I64;
-  m.i = v;
-  return m;
-}
-Imm imm_ints(std::vector<int64_t> v) {
-  Imm m;
-  m.type = ImmType::INTS;
-  m.ints = std::move(v);
-  return m;
-}
-
 Var Graph::fail(const Status& s, Loc loc) {
   if (status_) status_ = Status::errorf("{}:{}: error: {}", loc.file, loc.line, s.message());
   return Var();
@@ -89,19 +70,8 @@ Var Graph::record(Opcode op, std::vector<Var> in, const std::vector<std::pair<st
       return fail(Status::errorf("{}: an operand does not belong to this graph", ins.info().mnemonic), loc);
     ins.in.push_back(v.id());
   }
-  for (const auto& [key, value] : imm) {
-    const int k = imm_index(ins.info(), key);
-    if (k < 0) return fail(Status::errorf("{}: no immediate '{}'", ins.info().mnemonic, key), loc);
-    const ImmSpec& spec = ins.info().imms[k];
-    Imm v = value;
-    v.type = spec.type;
-    if (v.type == ImmType::ENUM) {
-      if (v.i < 0 || v.i >= static_cast<int64_t>(spec.choices.size()))
-        return fail(Status::errorf("{}: '{}' has no choice {}", ins.info().mnemonic, key, v.i), loc);
-      v.ident = spec.choices[static_cast<size_t>(v.i)];
-    }
-    ins.imm[k] = std::move(v);
-  }
+  for (const auto& [key, value] : imm)
+    if (Status s = set_imm(ins, key, value); !s) return fail(s, loc);
   ins.loc = SrcLoc{loc.file, loc.line, 0};
   Result<std::vector<TensorId>> outs = p_->append_new(std::move(ins));
   if (!outs) return fail(outs.status(), loc);
@@ -196,5 +166,16 @@ Var slice(At x, int64_t axis, int64_t start, int64_t end) {
 }
 Var copy(At x) { return rec(x, Opcode::COPY, {x.v}); }
 Var fill(At like, float value) { return rec(like, Opcode::FILL, {like.v}, {{"value", imm_f(value)}}); }
+Var expand(At x, std::vector<int64_t> shape) {
+  return rec(x, Opcode::EXPAND, {x.v}, {{"shape", imm_ints(std::move(shape))}});
+}
+Var pad(At x, std::vector<int64_t> pads, float value) {
+  return rec(x, Opcode::PAD, {x.v}, {{"pads", imm_ints(std::move(pads))}, {"value", imm_f(value)}});
+}
+Var step(At x) { return rec(x, Opcode::STEP, {x.v}); }
+
+Var softmax_ce(At logits, Var targets) { return rec(logits, Opcode::SOFTMAX_CE, {logits.v, targets}); }
+Var mse(At prediction, Var target) { return rec(prediction, Opcode::MSE, {prediction.v, target}); }
+Var bce_logits(At logits, Var target) { return rec(logits, Opcode::BCE_LOGITS, {logits.v, target}); }
 
 }  // namespace nnasm

@@ -86,11 +86,6 @@ class Graph {
   Status status_;
 };
 
-// Immediate constructors for Graph::record.
-Imm imm_f(double v);
-Imm imm_i(int64_t v);
-Imm imm_ints(std::vector<int64_t> v);
-
 // Linear algebra
 Var matmul(At a, Var b, bool trans_a = false, bool trans_b = false);
 // y = x·W + b with W [in, out] and b [out] created as params, in inferred from x.
@@ -143,5 +138,13 @@ Var concat(const std::vector<Var>& xs, int64_t axis = 0, Loc loc = Loc::here());
 Var slice(At x, int64_t axis, int64_t start, int64_t end);
 Var copy(At x);
 Var fill(At like, float value);
+Var expand(At x, std::vector<int64_t> shape);
+Var pad(At x, std::vector<int64_t> pads, float value = 0);
+Var step(At x);
+
+// Losses (scalar means over the batch)
+Var softmax_ce(At logits, Var targets);  // targets: i32 class ids, or f32 like logits
+Var mse(At prediction, Var target);
+Var bce_logits(At logits, Var target);
 
 }  // namespace nnasm

@@ -7,7 +7,9 @@
 // Inputs     a, b: f32; shapes broadcast numpy-style (trailing dimensions aligned; a dimension
 //            of 1, or a missing one, stretches).
 // Outputs    y: f32, the broadcast shape.
-// Gradient   added with autodiff (training issue); broadcast dimensions reduce by sum.
+// Gradient   ADD: alpha·dy, beta·dy. SUB: dy, −dy. MUL: dy·b, dy·a. DIV: dy/b, −(dy/b)·y.
+//            MAXIMUM/MINIMUM: dy goes to the winning side (to a on ties), by a STEP mask.
+//            Each gradient is summed over the dimensions its input was broadcast along.
 // Kernels    reference loop here; JIT comes with the shared elementwise generator.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
@@ -69,16 +71,51 @@ Status binary_shape(const Instruction& ins, const std::vector<TensorType>& in, s
   return Status::ok();
 }
 
+// ---- gradients: each computed at the output's shape, then summed back to the input's ----
+using Dy = const std::vector<TensorId>&;
+using Need = const std::vector<bool>&;
+using Dx = std::vector<TensorId>*;
+
+Status reduce_back(GradBuilder& b, const Instruction& ins, Need need, TensorId da, TensorId db, Dx dx) {
+  if (need[0]) (*dx)[0] = b.sum_to(da, b.type(ins.in[0]).shape);
+  if (need[1]) (*dx)[1] = b.sum_to(db, b.type(ins.in[1]).shape);
+  return b.status();
+}
+
+Status g_add(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  return reduce_back(b, ins, need, need[0] ? b.scale(dy[0], ins.f(0)) : NO_TENSOR,
+                     need[1] ? b.scale(dy[0], ins.f(1)) : NO_TENSOR, dx);
+}
+Status g_sub(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  return reduce_back(b, ins, need, dy[0], need[1] ? b.emit(Opcode::NEG, {dy[0]}) : NO_TENSOR, dx);
+}
+Status g_mul(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  return reduce_back(b, ins, need, need[0] ? b.emit(Opcode::MUL, {dy[0], ins.in[1]}) : NO_TENSOR,
+                     need[1] ? b.emit(Opcode::MUL, {dy[0], ins.in[0]}) : NO_TENSOR, dx);
+}
+Status g_div(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId q = b.emit(Opcode::DIV, {dy[0], ins.in[1]});
+  return reduce_back(b, ins, need, q, need[1] ? b.emit(Opcode::NEG, {b.emit(Opcode::MUL, {q, ins.out[0]})}) : NO_TENSOR,
+                     dx);
+}
+// mask = 1 where a wins: STEP(a − b) for MAXIMUM, STEP(b − a) for MINIMUM.
+template <bool MAX>
+Status g_extremum(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId diff = MAX ? b.emit(Opcode::SUB, {ins.in[0], ins.in[1]}) : b.emit(Opcode::SUB, {ins.in[1], ins.in[0]});
+  const TensorId da = b.emit(Opcode::MUL, {dy[0], b.emit(Opcode::STEP, {diff})});
+  return reduce_back(b, ins, need, da, need[1] ? b.emit(Opcode::SUB, {dy[0], da}) : NO_TENSOR, dx);
+}
+
 }  // namespace
 
-#define BINARY_OP(NAME, FN) \
-  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>}; }
-BINARY_OP(ADD, f_add)
-BINARY_OP(SUB, f_sub)
-BINARY_OP(MUL, f_mul)
-BINARY_OP(DIV, f_div)
-BINARY_OP(MAXIMUM, f_maximum)
-BINARY_OP(MINIMUM, f_minimum)
+#define BINARY_OP(NAME, FN, GRAD) \
+  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD}; }
+BINARY_OP(ADD, f_add, g_add)
+BINARY_OP(SUB, f_sub, g_sub)
+BINARY_OP(MUL, f_mul, g_mul)
+BINARY_OP(DIV, f_div, g_div)
+BINARY_OP(MAXIMUM, f_maximum, g_extremum<true>)
+BINARY_OP(MINIMUM, f_minimum, g_extremum<false>)
 #undef BINARY_OP
 
 }  // namespace nnasm

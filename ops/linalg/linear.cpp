@@ -4,7 +4,8 @@
 // Inputs     x: f32[..., in] (rank ≥ 1); W: f32[in, out] (stored input-major, as the listing and
 //            the shell's linear() create it); b: f32[out].
 // Outputs    y: f32[..., out].
-// Gradient   added with autodiff (training issue).
+// Gradient   on rows = x flattened to [rows, in]: dx = dY·Wᵀ, dW = xᵀ·dY, db = Σ_rows dY
+//            (MATMUL with transpose flags, REDUCE_SUM).
 // Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h);
 //            JIT GEMM with a bias epilogue in the JIT issue.
 #include <algorithm>
@@ -51,8 +52,21 @@ void linear_ref(const KernelArgs* k) {
                   static_cast<float*>(k->scratch));
 }
 
+Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
+                   const std::vector<bool>& need, std::vector<TensorId>* dx) {
+  const Shape& w = b.type(ins.in[1]).shape;
+  const int64_t rows = b.type(ins.in[0]).shape.numel() / w[0];
+  const TensorId dy2 = b.reshape(dy[0], Shape{rows, w[1]});
+  if (need[0])
+    (*dx)[0] = b.reshape(b.emit(Opcode::MATMUL, {dy2, ins.in[1]}, {{"transB", imm_i(1)}}), b.type(ins.in[0]).shape);
+  if (need[1])
+    (*dx)[1] = b.emit(Opcode::MATMUL, {b.reshape(ins.in[0], Shape{rows, w[0]}), dy2}, {{"transA", imm_i(1)}});
+  if (need[2]) (*dx)[2] = b.emit(Opcode::REDUCE_SUM, {dy2}, {{"axis", imm_i(0)}});
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch}; }
+OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad}; }
 
 }  // namespace nnasm

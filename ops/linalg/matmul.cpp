@@ -6,7 +6,9 @@
 //            Leading (batch) dimensions broadcast numpy-style, as numpy.matmul.
 // Outputs    y: f32[batch..., M, N].
 // Immediates transA, transB: bool, default 0.
-// Gradient   added with autodiff (training issue): dA = dY·Bᵀ, dB = Aᵀ·dY.
+// Gradient   two MATMULs with the transpose flags chosen so nothing is transposed in memory
+//            (dA = dY·op(B)ᵀ, dB = op(A)ᵀ·dY, each laid out as its operand is stored), then
+//            summed over broadcast batch dimensions.
 // Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h); JIT GEMM comes with
 //            the JIT issue.
 #include <algorithm>
@@ -69,8 +71,28 @@ void matmul_ref(const KernelArgs* k) {
   });
 }
 
+Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
+                   const std::vector<bool>& need, std::vector<TensorId>* dx) {
+  const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
+  const TensorId A = ins.in[0], B = ins.in[1], dY = dy[0];
+  auto mm = [&](TensorId x, TensorId y, bool t1, bool t2) {
+    return b.emit(Opcode::MATMUL, {x, y}, {{"transA", imm_i(t1)}, {"transB", imm_i(t2)}});
+  };
+  if (need[0]) {
+    const TensorId da = !ta ? (tb ? mm(dY, B, false, false) : mm(dY, B, false, true))
+                            : (tb ? mm(B, dY, true, true) : mm(B, dY, false, true));
+    (*dx)[0] = b.sum_to(da, b.type(A).shape);
+  }
+  if (need[1]) {
+    const TensorId db = !tb ? (ta ? mm(A, dY, false, false) : mm(A, dY, true, false))
+                            : (ta ? mm(dY, A, true, true) : mm(dY, A, true, false));
+    (*dx)[1] = b.sum_to(db, b.type(B).shape);
+  }
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch}; }
+OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad}; }
 
 }  // namespace nnasm

@@ -4,7 +4,8 @@
 // Inputs     x: f32, rank ≥ 1.
 // Outputs    y: f32, x's shape without the axis (or with it as 1 when keepdims=1).
 // Immediates axis: i64, default −1; keepdims: bool, default 0.
-// Gradient   added with autodiff (training issue).
+// Gradient   dy expanded back along the axis (EXPAND); MEAN also scales by 1/len; MAX sends it
+//            to every element equal to the max (a STEP mask; ties share the full gradient).
 // Kernels    reference: one pass per output element, f32 accumulation in index order.
 // Notes      REDUCE_MAX propagates NaN.
 #include <cmath>
@@ -49,10 +50,27 @@ void reduce_ref(const KernelArgs* k) {
     }
 }
 
+template <Kind K>
+Status reduce_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
+                   std::vector<TensorId>* dx) {
+  const Shape& xs = b.type(ins.in[0]).shape;
+  const int axis = normalize_axis(ins.i(AXIS), xs.rank);
+  Shape kept = xs;
+  kept[axis] = 1;
+  const TensorId dyk = b.reshape(dy[0], kept);
+  if (K == Kind::MAX) {
+    const TensorId mask = b.emit(Opcode::STEP, {b.emit(Opcode::SUB, {ins.in[0], b.reshape(ins.out[0], kept)})});
+    (*dx)[0] = b.emit(Opcode::MUL, {mask, dyk});
+  } else {
+    (*dx)[0] = b.expand(K == Kind::MEAN ? b.scale(dyk, 1.0 / static_cast<double>(xs[axis])) : dyk, xs);
+  }
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_REDUCE_SUM() { return {reduce_shape, reduce_ref<Kind::SUM>}; }
-OpHooks op_hooks_REDUCE_MEAN() { return {reduce_shape, reduce_ref<Kind::MEAN>}; }
-OpHooks op_hooks_REDUCE_MAX() { return {reduce_shape, reduce_ref<Kind::MAX>}; }
+OpHooks op_hooks_REDUCE_SUM() { return {reduce_shape, reduce_ref<Kind::SUM>, nullptr, reduce_grad<Kind::SUM>}; }
+OpHooks op_hooks_REDUCE_MEAN() { return {reduce_shape, reduce_ref<Kind::MEAN>, nullptr, reduce_grad<Kind::MEAN>}; }
+OpHooks op_hooks_REDUCE_MAX() { return {reduce_shape, reduce_ref<Kind::MAX>, nullptr, reduce_grad<Kind::MAX>}; }
 
 }  // namespace nnasm

@@ -5,7 +5,8 @@
 // Inputs     x: f32, rank ≥ 1.
 // Outputs    y: f32, x's shape.
 // Immediates axis: i64, default −1 (negative counts from the end).
-// Gradient   added with autodiff (training issue).
+// Gradient   SOFTMAX: y·(dy − Σ dy·y); LOGSOFTMAX: dy − e^y·Σ dy (sums along the axis, kept as
+//            dimensions of 1 so they broadcast back).
 // Kernels    reference: three passes per row (max, sum of exponentials, normalize).
 // Notes      Subtracting the max keeps e^ finite for any finite input; a row containing +inf
 //            gives NaN, as in PyTorch.
@@ -49,9 +50,23 @@ void softmax_ref(const KernelArgs* k) {
     }
 }
 
+template <bool LOG>
+Status softmax_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
+                    std::vector<TensorId>* dx) {
+  const TensorId y = ins.out[0];
+  auto sum = [&](TensorId t) {
+    return b.emit(Opcode::REDUCE_SUM, {t}, {{"axis", imm_i(ins.i(AXIS))}, {"keepdims", imm_i(1)}});
+  };
+  if (LOG)
+    (*dx)[0] = b.emit(Opcode::SUB, {dy[0], b.emit(Opcode::MUL, {b.emit(Opcode::EXP, {y}), sum(dy[0])})});
+  else
+    (*dx)[0] = b.emit(Opcode::MUL, {y, b.emit(Opcode::SUB, {dy[0], sum(b.emit(Opcode::MUL, {dy[0], y}))})});
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_SOFTMAX() { return {softmax_shape, softmax_ref<false>}; }
-OpHooks op_hooks_LOGSOFTMAX() { return {softmax_shape, softmax_ref<true>}; }
+OpHooks op_hooks_SOFTMAX() { return {softmax_shape, softmax_ref<false>, nullptr, softmax_grad<false>}; }
+OpHooks op_hooks_LOGSOFTMAX() { return {softmax_shape, softmax_ref<true>, nullptr, softmax_grad<true>}; }
 
 }  // namespace nnasm

@@ -8,7 +8,7 @@
 // Immediates CONCAT: axis: i64, default 0. SLICE: axis, start, end: i64, required. start and end
 //            follow Python: negative counts from the end, out-of-range values clamp; the slice
 //            must not be empty.
-// Gradient   added with autodiff (training issue): slices of dY / dY padded with zeros.
+// Gradient   CONCAT: a SLICE of dy per input. SLICE: dy PADded with zeros back to x's shape.
 // Kernels    row copies (memcpy per outer index).
 #include <algorithm>
 #include <cstring>
@@ -91,9 +91,36 @@ void slice_ref(const KernelArgs* k) {
     std::memcpy(y + o * row * 4, x + (o * s.len + lo) * s.inner * 4, static_cast<size_t>(row) * 4);
 }
 
+Status concat_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
+                   const std::vector<bool>& need, std::vector<TensorId>* dx) {
+  const int axis = normalize_axis(ins.i(CONCAT_AXIS), b.type(ins.in[0]).shape.rank);
+  int64_t offset = 0;
+  for (size_t k = 0; k < ins.in.size(); ++k) {
+    const int64_t len = b.type(ins.in[k]).shape[axis];
+    if (need[k])
+      (*dx)[k] = b.emit(Opcode::SLICE, {dy[0]},
+                        {{"axis", imm_i(axis)}, {"start", imm_i(offset)}, {"end", imm_i(offset + len)}});
+    offset += len;
+  }
+  return b.status();
+}
+
+Status slice_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
+                  std::vector<TensorId>* dx) {
+  const Shape& xs = b.type(ins.in[0]).shape;
+  const int axis = normalize_axis(ins.i(SLICE_AXIS), xs.rank);
+  int64_t lo, hi;
+  slice_bounds(ins.i(SLICE_START), ins.i(SLICE_END), xs[axis], &lo, &hi);
+  std::vector<int64_t> pads(2 * static_cast<size_t>(xs.rank), 0);
+  pads[static_cast<size_t>(axis)] = lo;
+  pads[static_cast<size_t>(xs.rank + axis)] = xs[axis] - hi;
+  (*dx)[0] = b.emit(Opcode::PAD, {dy[0]}, {{"pads", imm_ints(pads)}});
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_CONCAT() { return {concat_shape, concat_ref}; }
-OpHooks op_hooks_SLICE() { return {slice_shape, slice_ref}; }
+OpHooks op_hooks_CONCAT() { return {concat_shape, concat_ref, nullptr, concat_grad}; }
+OpHooks op_hooks_SLICE() { return {slice_shape, slice_ref, nullptr, slice_grad}; }
 
 }  // namespace nnasm

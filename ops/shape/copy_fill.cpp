@@ -4,7 +4,7 @@
 // Inputs     x: f32 or i32, any shape.
 // Outputs    y: x's dtype and shape.
 // Immediates FILL: value: f32, default 0 (for i32 it must be a whole number in i32 range).
-// Gradient   added with autodiff (training issue): COPY passes it through; FILL has none.
+// Gradient   COPY passes dy through; FILL's output does not depend on x: zero.
 // Kernels    memcpy / a fill loop; nothing to generate.
 #include <cmath>
 #include <cstring>
@@ -46,9 +46,15 @@ void fill_ref(const KernelArgs* k) {
   }
 }
 
+Status copy_grad(GradBuilder& b, const Instruction&, const std::vector<TensorId>& dy, const std::vector<bool>&,
+                 std::vector<TensorId>* dx) {
+  (*dx)[0] = dy[0];
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_COPY() { return {same_shape, copy_ref}; }
-OpHooks op_hooks_FILL() { return {fill_shape, fill_ref}; }
+OpHooks op_hooks_COPY() { return {same_shape, copy_ref, nullptr, copy_grad}; }
+OpHooks op_hooks_FILL() { return {fill_shape, fill_ref, nullptr, no_gradient}; }
 
 }  // namespace nnasm

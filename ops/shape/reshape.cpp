@@ -4,7 +4,7 @@
 // Inputs     x: f32 or i32, any shape.
 // Outputs    y: x's dtype, `shape`; one entry may be −1 (inferred from the element count).
 // Immediates shape: ints, required.
-// Gradient   added with autodiff (training issue): reshape back.
+// Gradient   dy reshaped back to x's shape.
 // Kernels    a copy (the memory planner of a later issue can make it free by aliasing).
 #include <cstring>
 
@@ -54,8 +54,14 @@ void copy_bytes(const KernelArgs* k) {
   std::memcpy(k->out[0], k->in[0], static_cast<size_t>(k->in_type[0].shape.numel()) * 4);
 }
 
+Status reshape_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
+                    std::vector<TensorId>* dx) {
+  (*dx)[0] = b.reshape(dy[0], b.type(ins.in[0]).shape);
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_RESHAPE() { return {reshape_shape, copy_bytes}; }
+OpHooks op_hooks_RESHAPE() { return {reshape_shape, copy_bytes, nullptr, reshape_grad}; }
 
 }  // namespace nnasm

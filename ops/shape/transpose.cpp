@@ -5,7 +5,7 @@
 // Inputs     x: f32 or i32, rank r.
 // Outputs    y: x's dtype; shape[d] = x.shape[perm[d]].
 // Immediates perm: ints, a permutation of 0..r−1 (negative entries count from the end).
-// Gradient   added with autodiff (training issue): transpose by the inverse permutation.
+// Gradient   dy transposed by the inverse permutation.
 // Kernels    reference: walk the output in order with a strided input offset.
 #include <array>
 #include <cstdint>
@@ -59,8 +59,18 @@ void transpose_ref(const KernelArgs* k) {
   }
 }
 
+Status transpose_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
+                      const std::vector<bool>&, std::vector<TensorId>* dx) {
+  const std::vector<int64_t>& perm = ins.ints(PERM);
+  const int r = static_cast<int>(perm.size());
+  std::vector<int64_t> inverse(perm.size());
+  for (int d = 0; d < r; ++d) inverse[normalize_axis(perm[d], r)] = d;
+  (*dx)[0] = b.emit(Opcode::TRANSPOSE, {dy[0]}, {{"perm", imm_ints(inverse)}});
+  return b.status();
+}
+
 }  // namespace
 
-OpHooks op_hooks_TRANSPOSE() { return {transpose_shape, transpose_ref}; }
+OpHooks op_hooks_TRANSPOSE() { return {transpose_shape, transpose_ref, nullptr, transpose_grad}; }
 
 }  // namespace nnasm

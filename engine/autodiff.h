@@ -1,0 +1,27 @@
+// Reverse-mode autodiff over the instruction stream. Gradients are generated lazily, the first
+// time they are asked for, as instructions appended to the program's backward: section — the
+// same instruction set, printable, parsable and run by the same executor. Asking again returns
+// what was generated. Not thread-safe (it edits the program).
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "engine/status.h"
+#include "isa/program.h"
+
+namespace nnasm {
+
+// d(Σ y)/dx for each x in `wrt` (any tensors of the program: params, inputs, intermediates). A
+// gradient is a tensor named X.grad (X.grad.1, ... if taken), or NO_TENSOR's zero stand-in: a
+// FILL of zeros when y does not depend on x. Only instructions on a path from some x to y get
+// backward code; gradients of several uses of a tensor accumulate. Errors: y or an x not in the
+// program, y not computed by the forward section, an op on the path without a backward rule
+// (naming the instruction and its position).
+Result<std::vector<TensorId>> grad(Program& p, TensorId y, const std::vector<TensorId>& wrt);
+
+// The gradients of a scalar loss with respect to every param it depends on, as (param, gradient)
+// pairs in declaration order. For a program whose listing already holds its backward section,
+// the gradients are found by name (PARAM.grad) instead of being generated again.
+Result<std::vector<std::pair<TensorId, TensorId>>> backward(Program& p, TensorId loss);
+
+}  // namespace nnasm
