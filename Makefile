@@ -66,8 +66,8 @@ deps:
 	fi
 
 run: deps
-	@$(MAKE) $(JOBS) $(BUILD)/samples/expression
-	$(BUILD)/samples/expression
+	@$(MAKE) $(JOBS) $(BUILD)/samples/fashion_mlp
+	$(BUILD)/samples/fashion_mlp
 
 test: deps
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)

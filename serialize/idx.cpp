@@ -261,11 +261,11 @@ Status parse(Source& src, bool gz, const std::string& what, IdxArray* out) {
     const int64_t d = be32(head + 4 + 4 * i);
     if (d == 0) return Status::errorf("{}: dimension {} at {} {} is 0", what, i, unit, 4 + 4 * i);
     shape.dims[i] = d;
-    // d < 2^32 and numel <= MAX_TENSOR_ELEMENTS = 2^32, so the product fits in int64.
-    numel *= d;
-    if (numel > MAX_TENSOR_ELEMENTS)
+    // Checked by division: two 32-bit dimensions can overflow int64 when multiplied.
+    if (d > MAX_TENSOR_ELEMENTS / numel)
       return Status::errorf("{}: dimension {} at {} {} makes the shape have more than {} elements", what, i, unit,
                             4 + 4 * i, MAX_TENSOR_ELEMENTS);
+    numel *= d;
   }
   NNASM_TRY(check_shape(shape, fmt::format("{}: shape", what)));
   const uint64_t data_start = 4 + 4 * uint64_t(rank);

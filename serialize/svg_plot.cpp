@@ -103,17 +103,19 @@ void emit_panel(std::string& s, const PlotPanel& panel, const std::string& x_lab
                  num(top - 10), escape(panel.title));
   fmt::format_to(out, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#ffffff\" stroke=\"#999999\"/>\n",
                  num(kLeft), num(top), num(kPlotW), num(kPlotH));
-  for (double v : xa.ticks.values) {
+  for (size_t i = 0; i < xa.ticks.values.size(); ++i) {
+    const double v = xa.ticks.values[i];
     fmt::format_to(out, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#e5e5e5\"/>\n", num(px(v)),
                    num(top), num(bottom));
     fmt::format_to(out, "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(px(v)),
-                   num(bottom + 16), plot_tick_label(v, xa.ticks.decimals));
+                   num(bottom + 16), xa.ticks.labels[i]);
   }
-  for (double v : ya.ticks.values) {
+  for (size_t i = 0; i < ya.ticks.values.size(); ++i) {
+    const double v = ya.ticks.values[i];
     fmt::format_to(out, "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#e5e5e5\"/>\n", num(kLeft),
                    num(py(v)), num(right));
     fmt::format_to(out, "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", num(kLeft - 6),
-                   num(py(v) + 4), plot_tick_label(v, ya.ticks.decimals));
+                   num(py(v) + 4), ya.ticks.labels[i]);
   }
   if (!x_label.empty())
     fmt::format_to(out, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(kLeft + kPlotW / 2),
@@ -153,7 +155,11 @@ void emit_panel(std::string& s, const PlotPanel& panel, const std::string& x_lab
 
 PlotTicks plot_ticks(double lo, double hi, int max_ticks) {
   if (max_ticks < 2) max_ticks = 2;
-  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+  // Beyond these magnitudes the arithmetic below overflows or underflows (10^e for |e| > 308);
+  // training curves never get there, so such a range is shown as 0..1.
+  constexpr double kMaxMagnitude = 1e300, kMinSpan = 1e-12;
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi || std::abs(lo) > kMaxMagnitude ||
+      std::abs(hi) > kMaxMagnitude) {
     lo = 0;
     hi = 1;
   }
@@ -165,10 +171,9 @@ PlotTicks plot_ticks(double lo, double hi, int max_ticks) {
     lo = mid - pad;
     hi = mid + pad;
   }
-  // Ranges near the limits of double would overflow the arithmetic below.
-  if (!std::isfinite(hi - lo) || std::abs(lo) > 1e300 || std::abs(hi) > 1e300) {
-    lo = 0;
-    hi = 1;
+  if (hi - lo < kMinSpan) {
+    lo = mid - kMinSpan / 2;
+    hi = mid + kMinSpan / 2;
   }
   const double raw = (hi - lo) / (max_ticks - 1);
   int e = static_cast<int>(std::floor(std::log10(raw)));
@@ -183,18 +188,22 @@ PlotTicks plot_ticks(double lo, double hi, int max_ticks) {
   const double scale = std::pow(10.0, std::abs(e));
   auto value = [&](double k) { return e < 0 ? k * m / scale : k * m * scale; };
   const double step = value(1);
-  const double k0 = std::floor(lo / step), k1 = std::ceil(hi / step);
+  double k0 = std::floor(lo / step), k1 = std::ceil(hi / step);
+  // Cannot happen after the clamping above; kept so that no input can make the loop run away.
+  if (!(k1 - k0 <= 4.0 * max_ticks)) k1 = k0 + 1;
+  if (k1 - k0 < 1) k1 = k0 + 1;  // an axis needs two distinct ends
   PlotTicks t;
-  t.decimals = e < 0 ? -e : 0;
   for (double k = k0; k <= k1; ++k) t.values.push_back(value(k));
-  if (t.values.size() < 2) t.values.push_back(value(k0 + 1));  // an axis needs two distinct ends
+  // Fixed notation with exactly the step's decimals while that stays short; beyond, scientific
+  // with as many significant digits as the largest k·m has, so labels stay round either way.
+  const double biggest = std::max(std::abs(t.values.front()), std::abs(t.values.back()));
+  const bool fixed = e >= -6 && biggest < 1e9;
+  const int digits = static_cast<int>(std::floor(std::log10(std::max(std::abs(k0), std::abs(k1)) * m))) + 1;
+  for (double v : t.values) {
+    if (v == 0) v = 0;  // no "-0"
+    t.labels.push_back(fixed ? fmt::format("{:.{}f}", v, e < 0 ? -e : 0) : fmt::format("{:.{}g}", v, std::max(digits, 1)));
+  }
   return t;
-}
-
-std::string plot_tick_label(double v, int decimals) {
-  std::string s = fmt::format("{:.{}f}", v, decimals);
-  if (s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
-  return s;
 }
 
 Result<std::string> svg_plot_render(const PlotSpec& spec) {

@@ -44,15 +44,13 @@ Status svg_plot_write(const std::string& path, const PlotSpec& spec);
 
 // Tick values for an axis covering [lo, hi]: multiples of one step of 1, 2 or 5 times a power of
 // ten, at most about `max_ticks` of them, the first at or below lo and the last at or above hi
-// (so they also give the axis range). `decimals` is how many digits after the point print them
-// exactly. An empty or non-finite range is widened first as the renderer does.
+// (so they also give the axis range), with their labels: fixed notation with exactly the step's
+// decimals ("0.0", "0.2", ...), or scientific ("2e-08") for very large or small values; never
+// "-0". A non-finite or reversed range becomes 0..1; an empty one is widened as the renderer does.
 struct PlotTicks {
   std::vector<double> values;
-  int decimals = 0;
+  std::vector<std::string> labels;
 };
 PlotTicks plot_ticks(double lo, double hi, int max_ticks);
-
-// A tick value as printed: fixed with `decimals` digits, and never "-0".
-std::string plot_tick_label(double v, int decimals);
 
 }  // namespace nnasm

@@ -163,6 +163,8 @@ TEST_F(IdxTest, MalformedHeaders) {
   expect_error("dims", make_idx(IDX_U8, {2, 3}, "").substr(0, 10), {"ends inside the IDX header at byte 10"});
   expect_error("zero", make_idx(IDX_U8, {2, 0, 3}, ""), {"dimension 1 at byte 8 is 0"});
   expect_error("huge", make_idx(IDX_U8, {65536, 65536, 2}, ""), {"dimension 2 at byte 12", "more than"});
+  // 2^32-1 squared overflows int64 if multiplied before checking.
+  expect_error("overflow", make_idx(IDX_U8, {0xffffffffu, 0xffffffffu}, ""), {"dimension 1 at byte 8", "more than"});
 }
 
 TEST_F(IdxTest, DataLengthMismatch) {
