@@ -163,17 +163,56 @@ inline Status declare_inputs(Program& p, const std::vector<TensorType>& in, std:
   return Status::ok();
 }
 
-// Declares `in` as inputs x0, x1, ... and appends `op` with `imms` through append_new. On
-// success `*out` is the output's id.
-inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in, const std::vector<ImmArg>& imms,
-                       std::vector<TensorId>* in_ids, TensorId* out) {
-  NNASM_TRY(declare_inputs(p, in, in_ids));
-  Instruction ins = make_instruction(op, *in_ids, {});
+// For an op that updates operands in place (OPF_INPLACE), the input each output is, as the op's
+// contract states it (ops/optim/); empty for every other op. An in-place op missing here fails
+// to build with the program's "updates its operands in place" message.
+inline std::vector<int> inplace_inputs(Opcode op, size_t n_in) {
+  switch (op) {
+    case Opcode::ADVANCE: return {0};
+    case Opcode::CLIP_GRAD_NORM: {
+      std::vector<int> all(n_in);
+      for (size_t k = 0; k < n_in; ++k) all[k] = static_cast<int>(k);
+      return all;
+    }
+    case Opcode::SGD:
+    case Opcode::RMSPROP: return {0, 2};
+    case Opcode::ADAM:
+    case Opcode::ADAMW: return {0, 2, 3};
+    default: return {};
+  }
+}
+
+// Appends `op` on `in_ids` with `imms`: through append_new, or, for an in-place op, with the
+// inputs it updates as its outputs through append. On success `*outs` holds the output ids.
+inline Status append_op(Program& p, Opcode op, const std::vector<TensorId>& in_ids, const std::vector<ImmArg>& imms,
+                        std::vector<TensorId>* outs) {
+  Instruction ins = make_instruction(op, in_ids, {});
   const std::string bad = apply_imms(&ins, imms);
   if (!bad.empty()) return Status::error(bad);
-  Result<std::vector<TensorId>> outs = p.append_new(ins);
-  if (!outs) return outs.status();
-  *out = outs.value().at(0);
+  if (op_info(op).flags & OPF_INPLACE) {
+    for (int k : inplace_inputs(op, in_ids.size()))
+      if (k < static_cast<int>(in_ids.size())) ins.out.push_back(in_ids[static_cast<size_t>(k)]);
+    std::vector<TensorId> o = ins.out;
+    NNASM_TRY(p.append(std::move(ins)));
+    *outs = std::move(o);
+    return Status::ok();
+  }
+  Result<std::vector<TensorId>> r = p.append_new(ins);
+  if (!r) return r.status();
+  *outs = std::move(r.value());
+  return Status::ok();
+}
+
+// Declares `in` as inputs x0, x1, ... and appends `op` with `imms` (see append_op). On success
+// `*out` is the first output's id, and `*outs` (if given) every output's.
+inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in, const std::vector<ImmArg>& imms,
+                       std::vector<TensorId>* in_ids, TensorId* out, std::vector<TensorId>* outs = nullptr) {
+  NNASM_TRY(declare_inputs(p, in, in_ids));
+  std::vector<TensorId> o;
+  NNASM_TRY(append_op(p, op, *in_ids, imms, &o));
+  if (o.empty()) return Status::error("test error: the op has no outputs");
+  *out = o[0];
+  if (outs) *outs = std::move(o);
   return Status::ok();
 }
 
@@ -190,29 +229,34 @@ inline size_t padded_bytes(int64_t numel) {
 
 struct OpOutput {
   Status status;  // shape inference or prepare
-  TensorType type;
+  TensorType type;      // of the first output
   std::vector<double> v;
+  std::vector<HostTensor> outs;  // every output, the first included
   std::vector<std::string> problems;  // guard band or an input overwritten
 };
 
-// Runs `op` on `inputs` once: fills the inputs, fills the output and its padding with GUARD_WORD,
-// runs, reads the output, and checks the padding and the inputs (padding included) are untouched.
+// Runs `op` on `inputs` once: fills the inputs, fills each output and its padding with
+// GUARD_WORD, runs, reads the outputs, and checks the padding and the inputs (padding included)
+// are untouched. An in-place op's outputs are inputs (see inplace_inputs): those start from their
+// input values, only their padding is guarded, and they are exempt from the "inputs unchanged"
+// check; its other inputs are still checked.
 inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const std::vector<ImmArg>& imms) {
   OpOutput r;
   Context ctx;
   Program p(ctx);
   std::vector<TensorType> types;
   for (const HostTensor& t : inputs) types.push_back(t.type);
-  std::vector<TensorId> ids;
+  std::vector<TensorId> ids, outs;
   TensorId out = NO_TENSOR;
-  r.status = build_op(p, op, types, imms, &ids, &out);
+  r.status = build_op(p, op, types, imms, &ids, &out, &outs);
   if (!r.status) return r;
-  p.mark_output(out);
+  for (TensorId o : outs) p.mark_output(o);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
   if (!ex) {
     r.status = ex.status();
     return r;
   }
+  auto is_out = [&](TensorId id) { return std::find(outs.begin(), outs.end(), id) != outs.end(); };
   std::vector<std::vector<unsigned char>> before;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor& t = ctx.at(ids[k]);
@@ -225,29 +269,41 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
     const unsigned char* b = static_cast<const unsigned char*>(t.data.data());
     before.emplace_back(b, b + padded_bytes(t.numel()));
   }
-  Tensor& y = ctx.at(out);
-  r.type = y.desc.type;
-  const int64_t n = y.numel();
-  const size_t words = padded_bytes(n) / 4;
-  uint32_t* yw = static_cast<uint32_t*>(y.data.data());
-  for (size_t i = 0; i < words; ++i) yw[i] = GUARD_WORD;
+  for (TensorId o : outs) {
+    Tensor& y = ctx.at(o);
+    const size_t words = padded_bytes(y.numel()) / 4;
+    uint32_t* yw = static_cast<uint32_t*>(y.data.data());
+    for (size_t i = ids.end() != std::find(ids.begin(), ids.end(), o) ? static_cast<size_t>(y.numel()) : 0; i < words; ++i)
+      yw[i] = GUARD_WORD;
+  }
 
   ex.value()->run();
 
-  r.v.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (r.type.dtype == DType::I32)
-      r.v[i] = y.i32()[i];  // not through a ?: with float, which would round it
-    else
-      r.v[i] = y.f32()[i];
-  }
-  for (size_t i = static_cast<size_t>(n); i < words; ++i)
-    if (yw[i] != GUARD_WORD) {
-      r.problems.push_back(fmt::format("guard band overwritten: word {} past the {} elements is {:#010x}", i - n,
-                                       n, yw[i]));
-      break;
+  for (TensorId o : outs) {
+    const Tensor& y = ctx.at(o);
+    HostTensor h{y.desc.type, {}};
+    const int64_t n = y.numel();
+    h.v.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (h.type.dtype == DType::I32)
+        h.v[i] = y.i32()[i];  // not through a ?: with float, which would round it
+      else
+        h.v[i] = y.f32()[i];
     }
+    const size_t words = padded_bytes(n) / 4;
+    const uint32_t* yw = static_cast<const uint32_t*>(y.data.data());
+    for (size_t i = static_cast<size_t>(n); i < words; ++i)
+      if (yw[i] != GUARD_WORD) {
+        r.problems.push_back(fmt::format("guard band of %{} overwritten: word {} past the {} elements is {:#010x}",
+                                         y.desc.name, i - n, n, yw[i]));
+        break;
+      }
+    r.outs.push_back(std::move(h));
+  }
+  r.type = r.outs[0].type;
+  r.v = r.outs[0].v;
   for (size_t k = 0; k < inputs.size(); ++k) {
+    if (is_out(ids[k])) continue;
     const Tensor& t = ctx.at(ids[k]);
     if (std::memcmp(t.data.data(), before[k].data(), before[k].size()) != 0)
       r.problems.push_back(fmt::format("input {} was modified", k + 1));
@@ -273,16 +329,14 @@ inline std::string index_str(int64_t flat, const Shape& s) {
   return fmt::format("[{}]", fmt::join(unravel(flat, s), ","));
 }
 
-inline ::testing::AssertionResult matches(const Expected& want, const OpOutput& got) {
-  if (!got.status) return ::testing::AssertionFailure() << "failed: " << got.status.message();
-  if (!(got.type == want.t.type))
-    return ::testing::AssertionFailure() << "output type " << got.type.str() << ", expected " << want.t.type.str();
-  std::string msg;
-  for (const std::string& p : got.problems) msg += "  " + p + "\n";
+// Compares the values of one output with an expectation; appends up to 5 mismatches to `msg`
+// (prefixed with `what`) and returns how many elements differ.
+inline int64_t count_mismatches(const Expected& want, const std::vector<double>& got, const std::string& what,
+                                std::string* msg) {
   int64_t bad = 0;
   const int64_t n = static_cast<int64_t>(want.t.v.size());
   for (int64_t i = 0; i < n; ++i) {
-    const double w = want.t.v[i], g = got.v[i];
+    const double w = want.t.v[i], g = got[i];
     bool ok;
     if (std::isnan(w))
       ok = std::isnan(g);
@@ -293,11 +347,42 @@ inline ::testing::AssertionResult matches(const Expected& want, const OpOutput& 
       ok = std::isfinite(g) && std::fabs(g - w) <= want.tol.atol + want.tol.rtol * m;
     }
     if (!ok && bad++ < 5)
-      msg += fmt::format("  at {}: got {}, expected {} (atol {}, rtol {})\n", index_str(i, want.t.type.shape), g, w,
-                         want.tol.atol, want.tol.rtol);
+      *msg += fmt::format("  {}at {}: got {}, expected {} (atol {}, rtol {})\n", what, index_str(i, want.t.type.shape),
+                          g, w, want.tol.atol, want.tol.rtol);
+  }
+  return bad;
+}
+
+// Every output against its expectation, in order (for ops with several outputs: the in-place
+// optimizer steps).
+inline ::testing::AssertionResult matches_all(const std::vector<Expected>& want, const OpOutput& got) {
+  if (!got.status) return ::testing::AssertionFailure() << "failed: " << got.status.message();
+  if (got.outs.size() != want.size())
+    return ::testing::AssertionFailure() << got.outs.size() << " outputs, expected " << want.size();
+  std::string msg;
+  for (const std::string& p : got.problems) msg += "  " + p + "\n";
+  int64_t bad = 0, n = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    if (!(got.outs[k].type == want[k].t.type))
+      return ::testing::AssertionFailure() << "output " << k + 1 << " type " << got.outs[k].type.str() << ", expected "
+                                           << want[k].t.type.str();
+    bad += count_mismatches(want[k], got.outs[k].v, fmt::format("output {} ", k + 1), &msg);
+    n += static_cast<int64_t>(want[k].t.v.size());
   }
   if (bad || !got.problems.empty())
     return ::testing::AssertionFailure() << bad << " of " << n << " elements differ\n" << msg;
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult matches(const Expected& want, const OpOutput& got) {
+  if (!got.status) return ::testing::AssertionFailure() << "failed: " << got.status.message();
+  if (!(got.type == want.t.type))
+    return ::testing::AssertionFailure() << "output type " << got.type.str() << ", expected " << want.t.type.str();
+  std::string msg;
+  for (const std::string& p : got.problems) msg += "  " + p + "\n";
+  const int64_t bad = count_mismatches(want, got.v, "", &msg);
+  if (bad || !got.problems.empty())
+    return ::testing::AssertionFailure() << bad << " of " << want.t.v.size() << " elements differ\n" << msg;
   return ::testing::AssertionSuccess();
 }
 
@@ -313,13 +398,10 @@ inline ::testing::AssertionResult append_fails(Opcode op, const std::vector<Tens
   if (Status s = declare_inputs(p, in, &ids); !s)
     return ::testing::AssertionFailure() << "cannot declare input: " << s.message();
   const size_t n_tensors = p.tensors().size(), n_ctx = ctx.size();
-  Instruction ins = make_instruction(op, ids, {});
-  const std::string bad = apply_imms(&ins, imms);
-  if (!bad.empty()) return ::testing::AssertionFailure() << bad;
-  Result<std::vector<TensorId>> outs = p.append_new(ins);
-  if (outs)
-    return ::testing::AssertionFailure() << "append_new succeeded, making " << p.desc(outs.value()[0]).type.str();
-  const Status st = outs.status();
+  std::vector<TensorId> outs;
+  const Status st = append_op(p, op, ids, imms, &outs);
+  if (st.message().rfind("test error", 0) == 0) return ::testing::AssertionFailure() << st.message();
+  if (st) return ::testing::AssertionFailure() << "append succeeded, making " << p.desc(outs[0]).type.str();
   const std::string& m = st.message();
   for (const std::string& s : needles)
     if (m.find(s) == std::string::npos)

@@ -137,8 +137,8 @@ TEST(SvgPlot, TicksAreRoundAndCoverTheRange) {
   EXPECT_EQ(t.labels, (std::vector<std::string>{"0", "5", "10", "15", "20", "25", "30"}));
   t = plot_ticks(-0.3, 0.2, 6);
   EXPECT_EQ(t.labels, (std::vector<std::string>{"-0.3", "-0.2", "-0.1", "0.0", "0.1", "0.2"}));
-  t = plot_ticks(1e-7, 5e-7, 5);
-  EXPECT_EQ(t.labels, (std::vector<std::string>{"0.0000001", "0.0000002", "0.0000003", "0.0000004", "0.0000005"}));
+  t = plot_ticks(1e-6, 5e-6, 5);
+  EXPECT_EQ(t.labels, (std::vector<std::string>{"0.000001", "0.000002", "0.000003", "0.000004", "0.000005"}));
   t = plot_ticks(1e-9, 5e-9, 5);
   EXPECT_EQ(t.labels, (std::vector<std::string>{"1e-09", "2e-09", "3e-09", "4e-09", "5e-09"}));
   t = plot_ticks(1e299, 1e300, 6);
