@@ -178,7 +178,8 @@ PlotTicks plot_ticks(double lo, double hi, int max_ticks) {
   const double raw = (hi - lo) / (max_ticks - 1);
   int e = static_cast<int>(std::floor(std::log10(raw)));
   const double r = raw / std::pow(10.0, e);
-  int m = r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10;
+  constexpr double kSlack = 1 + 1e-9;  // so that a step of 0.999999999·10^e counts as 10^e
+  int m = r <= kSlack ? 1 : r <= 2 * kSlack ? 2 : r <= 5 * kSlack ? 5 : 10;
   if (m == 10) {
     m = 1;
     ++e;
@@ -188,7 +189,8 @@ PlotTicks plot_ticks(double lo, double hi, int max_ticks) {
   const double scale = std::pow(10.0, std::abs(e));
   auto value = [&](double k) { return e < 0 ? k * m / scale : k * m * scale; };
   const double step = value(1);
-  double k0 = std::floor(lo / step), k1 = std::ceil(hi / step);
+  // With the same slack, 5e-6 / 1e-6 = 5.000000000000001 ends the axis at 5, not 6.
+  double k0 = std::floor(lo / step + 1e-9), k1 = std::ceil(hi / step - 1e-9);
   // Cannot happen after the clamping above; kept so that no input can make the loop run away.
   if (!(k1 - k0 <= 4.0 * max_ticks)) k1 = k0 + 1;
   if (k1 - k0 < 1) k1 = k0 + 1;  // an axis needs two distinct ends

@@ -7,6 +7,8 @@
 
 #include "engine/executor.h"
 #include "engine/optimizer.h"
+#include "engine/trainer.h"
+#include "serialize/fashion_mnist.h"
 #include "shell/shell.h"
 
 namespace nnasm {
@@ -80,6 +82,37 @@ void BM_train_step_mlp_b64_eigen(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 BENCHMARK(BM_train_step_mlp_b64_eigen)->Unit(benchmark::kMicrosecond);
+
+// One epoch of Fashion-MNIST (937 steps of the program above, with Adam, plus the test-set
+// evaluation), as `make run` trains it. Skipped when the data set is not installed.
+void BM_fashion_mnist_epoch(benchmark::State& st) {
+  static Dataset train_set, test_set;
+  static const Status loaded = [] {
+    Status s = fashion_mnist_load("", true, &train_set);
+    return s ? fashion_mnist_load("", false, &test_set) : s;
+  }();
+  if (!loaded) {
+    st.SkipWithError(loaded.message().c_str());
+    return;
+  }
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {64, 784});
+  Var labels = g.input("labels", {64}, DType::I32);
+  Var logits = linear(relu(linear(relu(linear(x, 256)), 128)), 10);
+  g.output(logits, "logits");
+  g.output(softmax_ce(logits, labels), "loss");
+  if (!make_trainable(p, p.find("loss"), adam(1e-3))) st.SkipWithError("make_trainable failed");
+  auto ex = Executor::prepare(p);
+  TrainOptions opt;
+  opt.epochs = 1;
+  const LabeledData tr{train_set.images.data(), train_set.labels.data(), train_set.n, 784};
+  const LabeledData te{test_set.images.data(), test_set.labels.data(), test_set.n, 784};
+  for (auto _ : st) benchmark::DoNotOptimize(train(*ex.value(), tr, te, opt, nullptr));
+  st.SetItemsProcessed(st.iterations() * train_set.n);
+}
+BENCHMARK(BM_fashion_mnist_epoch)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace nnasm
