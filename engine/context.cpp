@@ -1,6 +1,7 @@
 // The per-model tensor map and its id generator.
 #include "engine/context.h"
 
+#include <cstdio>
 #include <random>
 
 namespace nnasm {
@@ -16,6 +17,14 @@ uint64_t splitmix64(uint64_t& s) {
 Context::Context(uint64_t seed) : seed_(seed) {
   std::random_device rd;
   id_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::string warning;
+  jit_ = jit_config_from_env(&warning);
+  if (!warning.empty()) log(warning);
+}
+
+void Context::log(const std::string& msg) const {
+  if (log_) log_(msg);
+  else std::fprintf(stderr, "nnasm: %s\n", msg.c_str());
 }
 
 TensorId Context::next_id() {

@@ -3,8 +3,12 @@
 // one thread builds or runs a context at a time.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <unordered_map>
 
+#include "engine/jit/cpu.h"
+#include "engine/jit/kernel.h"
 #include "engine/tensor.h"
 
 namespace nnasm {
@@ -31,11 +35,25 @@ class Context {
   uint64_t seed() const { return seed_; }
   void set_seed(uint64_t s) { seed_ = s; }
 
+  // Code generation: from the environment at construction (NNASM_JIT, NNASM_ISA), changeable
+  // before prepare. The cache holds every kernel generated for this context.
+  const JitConfig& jit() const { return jit_; }
+  void set_jit(const JitConfig& c) { jit_ = c; }
+  KernelCache& kernels() { return kernels_; }
+
+  // Where the engine reports what it decided on its own (a kernel that fell back to the
+  // reference, an ignored setting). Default: standard error with an "nnasm: " prefix.
+  void set_log(std::function<void(const std::string&)> log) { log_ = std::move(log); }
+  void log(const std::string& msg) const;
+
  private:
   TensorId next_id();
   std::unordered_map<TensorId, Tensor> tensors_;
   uint64_t seed_;
   uint64_t id_state_;
+  JitConfig jit_;
+  KernelCache kernels_;
+  std::function<void(const std::string&)> log_;
 };
 
 }  // namespace nnasm

@@ -50,6 +50,8 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
       ex->out_ptrs_.push_back(ctx.at(id).data.data());
       ex->types_.push_back(ctx.at(id).desc.type);
     }
+    s.kernel = "ref";
+    ex->choose_kernel(&s, ins);
     ex->steps_.push_back(s);
   }
 
@@ -85,6 +87,23 @@ Tensor* Executor::tensor(const std::string& name) const {
   return id == NO_TENSOR ? nullptr : &program_->context().at(id);
 }
 
-const char* Executor::kernel_name(size_t) const { return "ref"; }
+const char* Executor::kernel_name(size_t i) const { return i < steps_.size() ? steps_[i].kernel : "?"; }
+
+void Executor::choose_kernel(Step* s, const Instruction& ins) {
+  Context& ctx = program_->context();
+  const Isa isa = ctx.jit().isa();
+  const JitFn jit = op_hooks(ins.op).jit;
+  if (isa == Isa::REF || !jit) return;
+  Result<std::shared_ptr<const JitKernel>> k = jit(JitRequest{ins, s->args.in_type, s->args.out_type, isa}, ctx.kernels());
+  if (!k) {
+    ctx.log(fmt::format("{} -> {}: JIT failed, using the reference kernel: {}", ins.info().mnemonic,
+                        program_->desc(ins.out[0]).name, k.status().message()));
+    return;
+  }
+  if (!k.value()) return;
+  s->fn = k.value()->fn();
+  s->kernel = k.value()->name().c_str();
+  jit_.push_back(k.value());
+}
 
 }  // namespace nnasm

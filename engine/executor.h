@@ -35,15 +35,19 @@ class Executor {
   // Storage of a tensor of the program by name; nullptr if there is no such tensor.
   Tensor* tensor(const std::string& name) const;
   const Program& program() const { return *program_; }
-  // Name of the kernel instruction `i` runs (e.g. "ref").
+  // Name of the kernel instruction `i` runs: "ref", or a generated kernel's name such as
+  // "f32_relu__avx512".
   const char* kernel_name(size_t i) const;
 
  private:
   struct Step {
     KernelFn fn;
     KernelArgs args;
+    const char* kernel;  // name, owned by the JitKernel or static
   };
   explicit Executor(const Program& p) : program_(&p) {}
+  // Replaces the step's reference kernel by a generated one when the context's JIT has one.
+  void choose_kernel(Step* s, const Instruction& ins);
 
   const Program* program_;
   RunState state_;
@@ -53,6 +57,8 @@ class Executor {
   std::vector<const void*> in_ptrs_;
   std::vector<void*> out_ptrs_;
   std::vector<TensorType> types_;
+  // The generated kernels the steps call; holding them keeps their code alive.
+  std::vector<std::shared_ptr<const JitKernel>> jit_;
   // One scratch area shared by all steps (they run one after another), sized for the largest.
   AlignedBuffer scratch_;
 };

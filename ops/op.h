@@ -4,6 +4,7 @@
 #pragma once
 #include <vector>
 
+#include "engine/jit/kernel.h"
 #include "engine/status.h"
 #include "isa/instruction.h"
 #include "ops/grad.h"
@@ -39,12 +40,26 @@ using KernelFn = void (*)(const KernelArgs* args);
 // the executor allocates them once at prepare. nullptr: none.
 using ScratchFn = size_t (*)(const Instruction& ins, const TensorType* in, const TensorType* out);
 
+// What an op's JIT hook is asked for: one instruction at its exact types, on one ISA level.
+struct JitRequest {
+  const Instruction& ins;
+  const TensorType* in;
+  const TensorType* out;
+  Isa isa;  // the level to generate for (never REF)
+};
+// Returns the kernel for the request (from `cache`, generating it the first time), a null
+// pointer when the op has no JIT kernel for this case (the reference runs, silently), or an
+// error when generation failed (logged, and the reference runs).
+using JitFn = Result<std::shared_ptr<const JitKernel>> (*)(const JitRequest& r, KernelCache& cache);
+
 struct OpHooks {
   ShapeFn shape = nullptr;
   KernelFn ref = nullptr;
   ScratchFn scratch = nullptr;
   // The backward rule (ops/grad.h). nullptr: the op has none, and autodiff says so by name.
   GradFn grad = nullptr;
+  // The JIT kernel generator. nullptr: reference kernel only (the op file says why).
+  JitFn jit = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

@@ -1,0 +1,34 @@
+// What the CPU can run and what we allow: the probe (Xbyak::util::Cpu, once per process, then
+// immutable), the ISA levels our kernels target, and the user's cap (NNASM_ISA) and switch
+// (NNASM_JIT=0 for platforms that forbid generated code).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace nnasm {
+
+// Ordered: a kernel declares the lowest level it needs.
+enum class Isa : uint8_t { REF = 0, AVX2 = 1, AVX512 = 2 };
+const char* isa_name(Isa isa);  // "ref", "avx2", "avx512"
+bool isa_from_name(const std::string& name, Isa* out);
+
+struct CpuInfo {
+  std::string vendor;    // e.g. "AuthenticAMD"
+  std::string features;  // the features our kernels care about, space-separated
+  Isa best = Isa::REF;   // AVX2 needs AVX2+FMA; AVX512 needs F, VL, BW and DQ as well
+};
+// Probed once; thread-safe.
+const CpuInfo& cpu_info();
+
+// How a context generates code: the level in use is min(cpu best, cap); disabled means
+// reference kernels only.
+struct JitConfig {
+  bool enabled = true;
+  Isa cap = Isa::AVX512;
+  Isa isa() const;  // the level in use
+};
+// From the environment: NNASM_JIT=0 disables; NNASM_ISA=avx512|avx2|ref caps (an unknown value
+// is ignored with the warning in `*warning`, if given).
+JitConfig jit_config_from_env(std::string* warning = nullptr);
+
+}  // namespace nnasm

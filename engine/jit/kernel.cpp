@@ -1,0 +1,46 @@
+// Code buffers with W^X discipline, and the kernel cache.
+#include "engine/jit/kernel.h"
+
+#include <xbyak/xbyak.h>
+
+namespace nnasm {
+
+JitKernel::~JitKernel() = default;
+
+const void* JitKernel::code() const { return gen_ ? gen_->getCode() : nullptr; }
+
+Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, size_t max_bytes,
+                                                      const std::function<Status(Xbyak::CodeGenerator&)>& emit) {
+  std::shared_ptr<JitKernel> k(new JitKernel());
+  k->name_ = name;
+  try {
+    // DontSetProtectRWE: the buffer stays read+write (never RWX) until setProtectModeRE.
+    k->gen_ = std::make_unique<Xbyak::CodeGenerator>(max_bytes, Xbyak::DontSetProtectRWE);
+    NNASM_TRY(emit(*k->gen_));
+    k->gen_->setProtectModeRE();
+    k->bytes_ = k->gen_->getSize();
+    k->fn_ = k->gen_->getCode<KernelFn>();
+  } catch (const Xbyak::Error& e) {
+    return Status::errorf("generating {}: xbyak: {}", name, e.what());
+  } catch (const std::exception& e) {
+    return Status::errorf("generating {}: {}", name, e.what());
+  }
+  return std::shared_ptr<const JitKernel>(std::move(k));
+}
+
+Result<std::shared_ptr<const JitKernel>> KernelCache::get(
+    const std::string& key, const std::function<Result<std::shared_ptr<const JitKernel>>()>& build) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it != map_.end()) return it->second;
+  Result<std::shared_ptr<const JitKernel>> r = build();
+  map_.emplace(key, r);
+  return r;
+}
+
+size_t KernelCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+}  // namespace nnasm
