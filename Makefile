@@ -4,7 +4,8 @@
 #   make deps      install the Debian packages (idempotent; sudo when not root)
 #   make           library (static + shared), the nnasm tool, the samples
 #   make run       the flagship sample
-#   make test      the googletest suite
+#   make test      the googletest suite (at ref, avx2 and the native ISA level)
+#   make test-isa  the suite at every ISA level and with the JIT off
 #   make bench     google benchmark (tests/bench/)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
@@ -35,7 +36,7 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp)
+LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp)
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
 TEST_SRC  := $(wildcard tests/*_test.cpp)
@@ -54,7 +55,7 @@ TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
 
-.PHONY: all deps run test bench samples install clean
+.PHONY: all deps run test test-isa bench samples install clean
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
@@ -69,10 +70,20 @@ run: deps
 	@$(MAKE) $(JOBS) $(BUILD)/samples/fashion_mlp
 	$(BUILD)/samples/fashion_mlp
 
+# The suite runs once per ISA level below the machine's best (capped by NNASM_ISA), briefly, then
+# at the native level with googletest's full summary last.
 test: deps
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)
-	@for t in $(SOLO); do $$t || exit 1; done
+	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
+	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
+	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
+
+# Every level and the JIT switched off (NNASM_JIT=0), each with a full summary.
+test-isa: deps
+	@$(MAKE) $(JOBS) $(TESTS) $(TOOL)
+	for isa in ref avx2 avx512; do NNASM_ISA=$$isa NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1 || exit 1; done
+	NNASM_JIT=0 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 
 bench: deps
 	@$(MAKE) $(JOBS) $(BENCH)

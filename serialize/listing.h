@@ -1,5 +1,5 @@
-// The text listing: a Program written as assembler-like source (declarations, then a `forward:`
-// section of instructions) and read back. The printer writes one normalized form, and the parser
+// The text listing: a Program written as assembler-like source (declarations, then `forward:`,
+// `backward:` and `update:` sections of instructions) and read back. The printer writes one normalized form, and the parser
 // reads it (and looser hand-written text) so that print(parse(print(P))) == print(P). Both are
 // driven by the opcode table, so a new opcode needs no code here. The format is described in the
 // README; in short:
@@ -13,6 +13,7 @@
 //     MATMUL       %x, @w -> %t0  transA=0 transB=0       ; f32[1,10]
 //     SOFTMAX      %t0 -> %y  axis=-1                     ; f32[1,10]
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,10 @@ namespace nnasm {
 // to be a listing name ([A-Za-z_][A-Za-z0-9_.]*) for the text to parse back. Thread-safe for
 // concurrent readers of `p`.
 std::string program_print(const Program& p);
+
+// The same, with `note(i)` (when non-empty) added to instruction i's trailing comment — e.g. the
+// kernel the executor chose — so a listing shows what the engine decided. The parser ignores it.
+std::string program_print(const Program& p, const std::function<std::string(size_t)>& note);
 
 // Parses listing `text` into `*out`, which must be an empty Program (bound to a Context): its
 // tensors are added to that Context. `filename` is used in messages only. Stops at the first

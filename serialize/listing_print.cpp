@@ -75,7 +75,7 @@ std::string operand(const Program& p, TensorId id) {
   return fmt::format("{}{}", d.sigil(), d.name);
 }
 
-std::string instruction_text(const Program& p, const Instruction& ins) {
+std::string instruction_text(const Program& p, const Instruction& ins, const std::string& note) {
   const OpInfo& info = ins.info();
   std::vector<std::string> in, out, imm, types;
   for (TensorId id : ins.in) in.push_back(operand(p, id));
@@ -89,12 +89,14 @@ std::string instruction_text(const Program& p, const Instruction& ins) {
                                  fmt::join(out, ", "));
   if (!imm.empty()) body += fmt::format("  {}", fmt::join(imm, " "));
   if (body.size() < COMMENT_COLUMN) body.resize(COMMENT_COLUMN, ' ');
-  return fmt::format("{}  ; {}\n", body, fmt::join(types, ", "));
+  return fmt::format("{}  ; {}{}{}\n", body, fmt::join(types, ", "), note.empty() ? "" : "  ", note);
 }
 
 }  // namespace
 
-std::string program_print(const Program& p) {
+std::string program_print(const Program& p) { return program_print(p, nullptr); }
+
+std::string program_print(const Program& p, const std::function<std::string(size_t)>& note) {
   size_t name_w = 0, type_w = 0;
   for (TensorId id : p.tensors()) {
     const TensorDesc& d = p.desc(id);
@@ -115,12 +117,13 @@ std::string program_print(const Program& p) {
   // is printed where the section changes.
   Section section = Section::FORWARD;
   s += fmt::format("{}:\n", section_name(section));
-  for (const Instruction& ins : p.code()) {
+  for (size_t i = 0; i < p.code().size(); ++i) {
+    const Instruction& ins = p.code()[i];
     if (ins.section != section) {
       section = ins.section;
       s += fmt::format("\n{}:\n", section_name(section));
     }
-    s += instruction_text(p, ins);
+    s += instruction_text(p, ins, note ? note(i) : std::string());
   }
   return s;
 }

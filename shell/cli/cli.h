@@ -22,7 +22,16 @@ struct RunOptions {
   std::vector<std::string> outs;  // NAME=PATH.npy
   bool has_seed = false;
   uint64_t seed = 0;
+  bool kernels = false;  // print the listing with the kernel each instruction got
 };
+
+struct InfoOptions {
+  std::string file;  // optional: a listing to describe
+};
+
+// `nnasm info [FILE]`: the CPU features found, the ISA level in use and the cap (NNASM_ISA,
+// NNASM_JIT); with FILE, its inputs, outputs, params, state and instruction counts per section.
+Status cmd_info(const InfoOptions& o);
 
 // `nnasm check`: parses and verifies the listing. On success writes either the normalized listing
 // (--print) or a one-line summary to stdout.

@@ -100,6 +100,10 @@ Status cmd_run(const RunOptions& o) {
     const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();
     std::memcpy(t.data.data(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
   }
+  if (o.kernels) {
+    const Executor& e = **ex;
+    fmt::print("{}\n", program_print(prog, [&e](size_t i) { return fmt::format("kernel: {}", e.kernel_name(i)); }));
+  }
   (*ex)->run();
 
   if (!outs.empty()) {

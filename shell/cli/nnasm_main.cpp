@@ -23,7 +23,7 @@ int report(const nnasm::Status& s) {
 }
 
 int tool_main(int argc, char** argv) {
-  CLI::App app{"nnasm: check and run neural-network listings (.nnasm files)", "nnasm"};
+  CLI::App app{"nnasm: check, run and inspect neural-network listings (.nnasm files)", "nnasm"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("nnasm: error: {}\nRun with --help for more information.\n", e.what());
@@ -31,7 +31,9 @@ int tool_main(int argc, char** argv) {
   app.footer(
       "Examples:\n"
       "  nnasm check model.nnasm --print\n"
-      "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7");
+      "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7\n"
+      "  nnasm run model.nnasm --in x=x.npy --kernels\n"
+      "  NNASM_ISA=avx2 nnasm info model.nnasm");
 
   nnasm::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "Parse and verify a listing");
@@ -56,9 +58,14 @@ int tool_main(int argc, char** argv) {
         return std::string();
       },
       "");
+  run_cmd->add_flag("--kernels", run.kernels, "Print the listing with the kernel each instruction got");
   CLI::Option* seed = run_cmd->add_option("--seed", run.seed, "Seed for initializing params (default: fixed)")
                           ->type_name("N")
                           ->check(seed_check);
+
+  nnasm::InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand("info", "CPU features, the ISA in use and its cap; a listing's contents");
+  info_cmd->add_option("FILE", info.file, "Listing to describe (optional)");
 
   try {
     app.parse(argc, argv);
@@ -68,6 +75,7 @@ int tool_main(int argc, char** argv) {
   }
   run.has_seed = seed->count() > 0;
   if (check_cmd->parsed()) return report(nnasm::cmd_check(check));
+  if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
   return report(nnasm::cmd_run(run));
 }
 
