@@ -17,7 +17,8 @@ Imm parse_default(const ImmSpec& s, std::string_view text) {
   v.type = s.type;
   std::string t(text);
   switch (s.type) {
-    case ImmType::F32: v.f = std::strtod(t.c_str(), nullptr); break;
+    // Rounded to float, as the listing and imm_f store every f32 immediate.
+    case ImmType::F32: v.f = static_cast<float>(std::strtod(t.c_str(), nullptr)); break;
     case ImmType::I64:
     case ImmType::BOOL: v.i = std::strtoll(t.c_str(), nullptr, 10); break;
     case ImmType::ENUM:

@@ -271,10 +271,10 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
   }
   for (TensorId o : outs) {
     Tensor& y = ctx.at(o);
+    const bool updated_in_place = std::find(ids.begin(), ids.end(), o) != ids.end();
     const size_t words = padded_bytes(y.numel()) / 4;
     uint32_t* yw = static_cast<uint32_t*>(y.data.data());
-    for (size_t i = ids.end() != std::find(ids.begin(), ids.end(), o) ? static_cast<size_t>(y.numel()) : 0; i < words; ++i)
-      yw[i] = GUARD_WORD;
+    for (size_t i = updated_in_place ? static_cast<size_t>(y.numel()) : 0; i < words; ++i) yw[i] = GUARD_WORD;
   }
 
   ex.value()->run();

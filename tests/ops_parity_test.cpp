@@ -3,6 +3,9 @@
 // sweep 1, 7, 15, 16, 17, 33 and a large case, with every immediate exercised and a guard band
 // after each output. The case table is keyed by opcode and the parameterized suite is stamped from
 // all_ops(), so an op added to the table without cases (or an immediate never set) fails here.
+// In-place ops (the optimizer steps, OPF_INPLACE) are built with the inputs they update as their
+// outputs, and every one of those outputs is compared. Ops whose operands are all f32[] by
+// contract (ADVANCE, LR_SCHEDULE) are exempt from the size sweep, and sweep their values instead.
 // Special values (NaN, ±inf, huge inputs) and shape-inference errors follow the parity cases.
 #include <gtest/gtest.h>
 
@@ -36,6 +39,12 @@ class ParityRun {
   std::mt19937& rng() { return rng_; }
 
   void check(const std::vector<HostTensor>& in, const std::vector<ImmArg>& imms, const Expected& want) {
+    check_all(in, imms, {want});
+  }
+
+  // For ops with several outputs (the in-place optimizer steps): one expectation per output.
+  void check_all(const std::vector<HostTensor>& in, const std::vector<ImmArg>& imms,
+                 const std::vector<Expected>& want) {
     SCOPED_TRACE(describe(op_, in, imms));
     ++cases_;
     for (const ImmArg& a : imms)
@@ -45,11 +54,18 @@ class ParityRun {
       sizes_.insert(count_of(t.type.shape));
       max_numel_ = std::max(max_numel_, count_of(t.type.shape));
       saw_i32_ |= t.type.dtype == DType::I32;
+      saw_non_scalar_ |= t.type.shape.rank > 0;
     }
-    sizes_.insert(count_of(want.t.type.shape));
-    ASSERT_EQ(want.t.v.size(), static_cast<size_t>(count_of(want.t.type.shape))) << "test error: expectation size";
-    EXPECT_TRUE(matches(want, run_op(op_, in, imms)));
+    for (const Expected& w : want) {
+      sizes_.insert(count_of(w.t.type.shape));
+      ASSERT_EQ(w.t.v.size(), static_cast<size_t>(count_of(w.t.type.shape))) << "test error: expectation size";
+    }
+    EXPECT_TRUE(matches_all(want, run_op(op_, in, imms)));
   }
+
+  // For ops whose contract allows only f32[] operands (a step counter, a learning rate): the
+  // size sweep does not apply. Coverage then checks that no case had a larger operand.
+  void scalar_operands_only() { scalar_only_ = true; }
 
   // The op's cases set every immediate of its schema to a non-default value at least once, cover
   // the size sweep among operand dimensions and element counts, include a large operand, and
@@ -60,6 +76,10 @@ class ParityRun {
     for (const ImmSpec& s : info.imms)
       EXPECT_TRUE(exercised_.count(s.key)) << info.mnemonic << ": no case sets immediate '" << s.key
                                            << "' to a value other than its default";
+    if (scalar_only_) {
+      EXPECT_FALSE(saw_non_scalar_) << info.mnemonic << ": declared scalar-only, yet a case has a non-scalar operand";
+      return;
+    }
     for (int64_t n : SWEEP) EXPECT_TRUE(sizes_.count(n)) << info.mnemonic << ": no operand has size " << n;
     EXPECT_GE(max_numel_, LARGE) << info.mnemonic << ": no large case";
     if (info.flags & OPF_ANY_DTYPE) {
@@ -89,6 +109,8 @@ class ParityRun {
   std::set<int64_t> sizes_;
   int64_t max_numel_ = 0;
   bool saw_i32_ = false;
+  bool saw_non_scalar_ = false;
+  bool scalar_only_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -623,6 +645,495 @@ void cases_fill(ParityRun& r) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Masks and activation backward
+
+void cases_step(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x >= 0 ? 1 : 0; });
+}
+
+// f'(x) by a central difference of f in double: an oracle that shares no formula with the kernel.
+// The error (h²·f'''/6 plus rounding ε/h) is about 1e-10 for the smooth activations here.
+double derivative_of(const Fn1& f, double x) {
+  const double h = 1e-5;
+  return (f(x + h) - f(x - h)) / (2 * h);
+}
+
+void cases_act_bwd(ParityRun& r) {
+  struct Fn {
+    const char* name;
+    double alpha;  // 0: left at the default
+    double lo, hi;
+    std::function<double(double, double)> d;  // f'(x) for the activation's immediate a
+  };
+  const auto step_d = [](double x) { return x > 0 ? 1.0 : 0.0; };
+  const std::vector<Fn> fns = {
+      {"relu", 0, -3, 3, [&](double x, double) { return step_d(x); }},
+      {"leakyrelu", 0.2, -3, 3, [](double x, double a) { return x > 0 ? 1 : a; }},
+      {"leakyrelu", 0, -3, 3, [](double x, double a) { return x > 0 ? 1 : a; }},
+      {"elu", 0.5, -4, 2, [](double x, double a) { return x > 0 ? 1 : a * std::exp(x); }},
+      {"elu", 1, -4, 2, [](double x, double a) { return x > 0 ? 1 : a * std::exp(x); }},
+      {"clipped_relu", 1.5, -1, 3, [](double x, double a) { return x > 0 && x < a ? 1 : 0; }},
+      {"clipped_relu", 0, -1, 3, [](double, double) { return 0.0; }},  // threshold 0: flat everywhere
+      {"sigmoid", 0, -6, 6, [](double x, double) { return derivative_of(sigmoid_d, x); }},
+      {"tanh", 0, -3, 3, [](double x, double) { return derivative_of([](double v) { return std::tanh(v); }, x); }},
+      {"gelu", 0, -4, 4, [](double x, double) { return derivative_of(gelu_erf_d, x); }},
+      {"gelu_tanh", 0, -4, 4, [](double x, double) { return derivative_of(gelu_tanh_d, x); }},
+      {"swish", 1.75, -5, 5,
+       [](double x, double a) { return derivative_of([a](double v) { return v * sigmoid_d(a * v); }, x); }},
+      {"swish", -0.5, -5, 5,
+       [](double x, double a) { return derivative_of([a](double v) { return v * sigmoid_d(a * v); }, x); }},
+      {"abs", 0, -3, 3, [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }},
+  };
+  for (const Fn& fn : fns)
+    for (const Shape& s : elementwise_shapes()) {
+      const HostTensor dy = random_f32(s, r.rng());
+      const HostTensor x = random_f32(s, r.rng(), fn.lo, fn.hi);
+      // The kernel evaluates f' in float: its error scales with the size of f's terms, ~1 + |a·x|.
+      Expected e = expect_like(dy, {1e-6, 1e-5});
+      for (size_t i = 0; i < x.v.size(); ++i) {
+        e.t.v.push_back(dy.v[i] * fn.d(x.v[i], fn.alpha));
+        e.mag.push_back(std::fabs(dy.v[i]) * (1 + std::fabs(x.v[i]) * (1 + std::fabs(fn.alpha))));
+      }
+      std::vector<ImmArg> imms = {imm_enum("fn", fn.name)};
+      if (fn.alpha != 0) imms.push_back(imm_f("alpha", fn.alpha));
+      r.check({dy, x}, imms, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broadcast and pad (any dtype)
+
+void cases_expand(ParityRun& r) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> to;
+    DType dt;
+  };
+  const Case cases[] = {
+      {Shape{1}, {7}, DType::F32},
+      {Shape(), {15}, DType::F32},
+      {Shape{16}, {16}, DType::F32},
+      {Shape{1, 17}, {3, 17}, DType::F32},
+      {Shape{33, 1}, {33, 4}, DType::F32},
+      {Shape{3, 1}, {2, 3, 7}, DType::F32},
+      {Shape{1, 70}, {65, 70}, DType::F32},
+      {Shape{65, 1}, {65, 70}, DType::F32},
+      {Shape{2, 1, 3, 1}, {2, 5, 3, 4}, DType::F32},
+      {Shape{1, 3, 1, 5, 1, 2}, {2, 3, 4, 5, 1, 2}, DType::F32},
+      {Shape(), {1, 1, 1, 1, 1, 1}, DType::I32},
+      {Shape{7, 1}, {2, 7, 16}, DType::I32},
+      {Shape{1, 1031}, {2, 1031}, DType::I32},
+      {Shape{17}, {17}, DType::I32},
+  };
+  for (const Case& c : cases) {
+    const HostTensor x = random_of(c.dt, c.in, r.rng());
+    const Shape ys = shape_of(c.to);
+    Expected e{HostTensor{TensorType{c.dt, ys}, {}}, {}, EXACT};
+    for (int64_t f = 0; f < count_of(ys); ++f) e.t.v.push_back(x.v[broadcast_offset(unravel(f, ys), 0, c.in)]);
+    r.check({x}, {imm_ints("shape", c.to)}, e);
+  }
+}
+
+void cases_pad(ParityRun& r) {
+  struct Case {
+    Shape in;
+    std::vector<int64_t> pads;
+    double value;  // 0 is left to the default
+    DType dt;
+  };
+  const Case cases[] = {
+      {Shape{7}, {2, 3}, 0, DType::F32},
+      {Shape{1}, {0, 0}, 1.5, DType::F32},
+      {Shape(), {}, 2, DType::F32},
+      {Shape{15}, {1, 0}, -1, DType::F32},
+      {Shape{16}, {0, 1}, 0, DType::F32},
+      {Shape{3, 17}, {1, 0, 2, 3}, 0.5, DType::F32},
+      {Shape{2, 33, 5}, {0, 1, 1, 0, 2, 0}, 0, DType::F32},
+      {Shape{65, 70}, {1, 2, 3, 4}, 0, DType::F32},
+      {Shape{2, 3, 4, 5}, {1, 0, 1, 0, 0, 1, 0, 1}, -2.5, DType::F32},
+      {Shape{2, 1, 3, 1, 2, 1}, {1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, DType::F32},
+      {Shape{4, 5}, {0, 0, 0, 0}, 9, DType::F32},
+      {Shape{3, 4}, {1, 1, 1, 1}, -7, DType::I32},
+      {Shape{1031}, {2, 5}, 0, DType::I32},
+      {Shape{2, 7, 3}, {0, 2, 1, 1, 0, 3}, 16777216, DType::I32},
+      {Shape{1, 1}, {0, 0, 0, 0}, -2147483648.0, DType::I32},
+  };
+  for (const Case& c : cases) {
+    const HostTensor x = random_of(c.dt, c.in, r.rng());
+    const int rank = c.in.rank;
+    std::vector<int64_t> yd;
+    for (int d = 0; d < rank; ++d) yd.push_back(c.pads[d] + c.in.dims[d] + c.pads[rank + d]);
+    const Shape ys = shape_of(yd);
+    const double fill = c.dt == DType::F32 ? static_cast<double>(static_cast<float>(c.value)) : c.value;
+    Expected e{HostTensor{TensorType{c.dt, ys}, {}}, {}, EXACT};
+    for (int64_t f = 0; f < count_of(ys); ++f) {
+      std::vector<int64_t> idx = unravel(f, ys);
+      bool inside = true;
+      for (int d = 0; d < rank; ++d) {
+        idx[d] -= c.pads[d];
+        inside &= idx[d] >= 0 && idx[d] < c.in.dims[d];
+      }
+      e.t.v.push_back(inside ? x.v[ravel(idx, c.in)] : fill);
+    }
+    std::vector<ImmArg> imms = {imm_ints("pads", c.pads)};
+    if (c.value != 0) imms.push_back(imm_f("value", c.value));
+    r.check({x}, imms, e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Losses
+
+// Targets for a softmax cross-entropy over logits of shape `x`: i32 class ids, or f32 rows of
+// probabilities (random, some zero) or one-hot rows.
+enum class Targets { IDS, PROBS, ONE_HOT };
+
+HostTensor ce_targets(const Shape& x, Targets kind, std::mt19937& rng) {
+  const int64_t c = x.dims[x.rank - 1], rows = count_of(x) / c;
+  std::uniform_int_distribution<int64_t> cls(0, c - 1);
+  if (kind == Targets::IDS) {
+    HostTensor t{TensorType{DType::I32, shape_of(std::vector<int64_t>(x.dims.begin(), x.dims.begin() + x.rank - 1))},
+                 {}};
+    for (int64_t row = 0; row < rows; ++row) t.v.push_back(static_cast<double>(cls(rng)));
+    return t;
+  }
+  HostTensor t{TensorType{DType::F32, x}, std::vector<double>(static_cast<size_t>(count_of(x)), 0)};
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t row = 0; row < rows; ++row) {
+    double* tr = t.v.data() + row * c;
+    if (kind == Targets::ONE_HOT) {
+      tr[cls(rng)] = 1;
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) tr[j] = u(rng) < 0.2 ? 0 : static_cast<float>(u(rng));
+    // Unnormalized rows are fine: the op is defined for any target weights.
+  }
+  return t;
+}
+
+// Per-row target weights, one-hot for class ids.
+double ce_weight(const HostTensor& t, int64_t c, int64_t row, int64_t j) {
+  if (t.type.dtype == DType::I32) return t.v[row] == static_cast<double>(j) ? 1 : 0;
+  return t.v[row * c + j];
+}
+
+struct CeCase {
+  Shape x;
+  Targets kind;
+};
+
+std::vector<CeCase> ce_cases() {
+  return {{Shape{1}, Targets::IDS},         {Shape{7}, Targets::IDS},
+          {Shape{3, 15}, Targets::IDS},     {Shape{16, 16}, Targets::PROBS},
+          {Shape{5, 17}, Targets::IDS},     {Shape{2, 3, 33}, Targets::IDS},
+          {Shape{33, 7}, Targets::ONE_HOT}, {Shape{40, 33}, Targets::IDS},
+          {Shape{4, 1031}, Targets::PROBS}, {Shape{2, 2, 2, 5}, Targets::PROBS},
+          {Shape{1, 1}, Targets::ONE_HOT},  {Shape{17}, Targets::PROBS}};
+}
+
+void cases_softmax_ce(ParityRun& r) {
+  for (const CeCase& cc : ce_cases()) {
+    const HostTensor x = random_f32(cc.x, r.rng(), -4, 4);
+    const HostTensor t = ce_targets(cc.x, cc.kind, r.rng());
+    const int64_t c = cc.x.dims[cc.x.rank - 1], rows = count_of(cc.x) / c;
+    double loss = 0, mag = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      const double* xr = x.v.data() + row * c;
+      double mx = -INF, sum = 0;
+      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, xr[j]);
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(xr[j] - mx);
+      const double lse = std::log(sum);
+      for (int64_t j = 0; j < c; ++j) {
+        const double w = ce_weight(t, c, row, j);
+        loss -= w * (xr[j] - mx - lse);
+        mag += std::fabs(w) * (std::fabs(xr[j]) + std::fabs(mx) + lse + 1);
+      }
+    }
+    // The kernel sums C exponentials in float per row: lse errs by about C·u.
+    Expected e{host(DType::F32, Shape(), {loss / static_cast<double>(rows)}),
+               {mag / static_cast<double>(rows)},
+               {1e-7, 2e-6 + 1.2e-7 * static_cast<double>(c)}};
+    r.check({x, t}, {}, e);
+  }
+}
+
+void cases_softmax_ce_bwd(ParityRun& r) {
+  for (const CeCase& cc : ce_cases()) {
+    const HostTensor x = random_f32(cc.x, r.rng(), -4, 4);
+    const HostTensor t = ce_targets(cc.x, cc.kind, r.rng());
+    const HostTensor dloss = random_f32(Shape(), r.rng());
+    const int64_t c = cc.x.dims[cc.x.rank - 1], rows = count_of(cc.x) / c;
+    const double scale = dloss.v[0] / static_cast<double>(rows);
+    Expected e = expect_like(x, {1e-7, 2e-6 + 1.2e-7 * static_cast<double>(c)});
+    for (int64_t row = 0; row < rows; ++row) {
+      const double* xr = x.v.data() + row * c;
+      double mx = -INF, sum = 0;
+      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, xr[j]);
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(xr[j] - mx);
+      for (int64_t j = 0; j < c; ++j) {
+        const double p = std::exp(xr[j] - mx) / sum, w = ce_weight(t, c, row, j);
+        e.t.v.push_back((p - w) * scale);
+        e.mag.push_back(std::fabs(scale) * (p * (1 + std::fabs(xr[j] - mx) + std::log(sum)) + std::fabs(w)));
+      }
+    }
+    r.check({x, t, dloss}, {}, e);
+  }
+}
+
+void cases_mse(ParityRun& r) {
+  for (const Shape& s : elementwise_shapes()) {
+    const HostTensor a = random_f32(s, r.rng()), b = random_f32(s, r.rng());
+    double sum = 0;
+    for (size_t i = 0; i < a.v.size(); ++i) sum += (a.v[i] - b.v[i]) * (a.v[i] - b.v[i]);
+    r.check({a, b}, {}, Expected{host(DType::F32, Shape(), {sum / static_cast<double>(a.v.size())}), {}, {0, 1e-6}});
+  }
+}
+
+// −[t·log σ(x) + (1 − t)·log(1 − σ(x))], with log σ written out stably for either sign.
+double log_sigmoid(double x) { return x >= 0 ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
+
+void cases_bce_logits(ParityRun& r) {
+  int k = 0;
+  for (const Shape& s : elementwise_shapes()) {
+    const double range = k % 3 == 2 ? 60 : 6;  // some cases far out, where e^x overflows naively
+    const HostTensor x = random_f32(s, r.rng(), -range, range);
+    HostTensor t = random_f32(s, r.rng(), 0, 1);
+    if (k++ % 2) {
+      for (double& v : t.v) v = v < 0.5 ? 0 : 1;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < x.v.size(); ++i) sum -= t.v[i] * log_sigmoid(x.v[i]) + (1 - t.v[i]) * log_sigmoid(-x.v[i]);
+    r.check({x, t}, {}, Expected{host(DType::F32, Shape(), {sum / static_cast<double>(x.v.size())}), {}, {1e-7, 1e-6}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optimizer steps. Immediates set here are float-exact, as a listing stores them.
+
+HostTensor scalar(double v) { return host(DType::F32, Shape(), {static_cast<float>(v)}); }
+
+void cases_advance(ParityRun& r) {
+  r.scalar_operands_only();
+  for (double t : {0.0, 1.0, 7.0, 41.0, 1e6, 16777215.0, -3.0, 0.5})
+    r.check_all({scalar(t)}, {}, {Expected{scalar(t + 1), {}, EXACT}});
+}
+
+struct Schedule {
+  const char* kind;
+  double base;
+  int64_t warmup = 0, step_size = 1;
+  double gamma = 0.1;
+  int64_t total = 1;
+  double min = 0;
+};
+
+// The contract's formula, written out: linear warm-up over `warmup` steps, then the kind.
+double schedule_ref(const Schedule& s, double t) {
+  // The immediates as the instruction holds them (explicit values here are float-exact).
+  const double base = s.base, gamma = s.gamma, mn = s.min, w = static_cast<double>(s.warmup);
+  if (s.warmup > 0 && t <= w) return base * t / w;
+  const std::string kind = s.kind;
+  if (kind == "step") return base * std::pow(gamma, std::floor((t - w - 1) / static_cast<double>(s.step_size)));
+  if (kind == "cosine") {
+    const double p = std::min(1.0, (t - w) / (static_cast<double>(s.total) - w));
+    return mn + (base - mn) * (1 + std::cos(std::acos(-1.0) * p)) / 2;
+  }
+  return base;
+}
+
+std::vector<ImmArg> schedule_imms(const Schedule& s) {
+  const Schedule d{"constant", 0};
+  std::vector<ImmArg> imms = {imm_enum("kind", s.kind), imm_f("base", s.base)};
+  if (s.warmup != d.warmup) imms.push_back(imm_i("warmup", s.warmup));
+  if (s.step_size != d.step_size) imms.push_back(imm_i("step_size", s.step_size));
+  if (s.gamma != d.gamma) imms.push_back(imm_f("gamma", s.gamma));
+  if (s.total != d.total) imms.push_back(imm_i("total", s.total));
+  if (s.min != d.min) imms.push_back(imm_f("min", s.min));
+  return imms;
+}
+
+std::vector<Schedule> schedules() {
+  return {
+      {"constant", 0.125},
+      {"constant", 0.5, 10},
+      {"step", 1, 0, 3, 0.5},
+      {"step", 0.25, 4, 5, 0.75},
+      {"step", 2, 0, 1},  // gamma at its default
+      {"cosine", 1, 0, 1, 0.1, 20},
+      {"cosine", 0.5, 5, 1, 0.1, 25, 0.0625},
+      {"cosine", 0.75, 3, 1, 0.1, 4, 0.25},  // one step of decay after the warm-up
+  };
+}
+
+void cases_lr_schedule(ParityRun& r) {
+  r.scalar_operands_only();
+  for (const Schedule& s : schedules()) {
+    std::vector<double> ts;
+    for (int t = 1; t <= 45; ++t) ts.push_back(t);
+    for (double t : {100.0, 1000.0, 16777216.0}) ts.push_back(t);
+    if (s.warmup > 0) ts.push_back(0);
+    for (double t : ts)
+      r.check_all({scalar(t)}, schedule_imms(s),
+                  {Expected{host(DType::F32, Shape(), {schedule_ref(s, t)}), {}, {1e-12, 1e-6}}});
+  }
+}
+
+void cases_clip_grad_norm(ParityRun& r) {
+  struct Case {
+    std::vector<Shape> shapes;
+    double max_norm;
+  };
+  const Case cases[] = {
+      {{Shape{7}}, 0.5},
+      {{Shape{1}}, 100},
+      {{Shape{15}, Shape{16}, Shape{17}}, 1},
+      {{Shape{33, 2}, Shape{1}}, 1e3},
+      {{Shape{1031}, Shape{3, 5}}, 2.5},
+      {{Shape(), Shape{16, 16}}, 4},
+      {{Shape{2, 3, 4}, Shape{4}, Shape{3, 1}, Shape{7, 7}}, 0.25},
+  };
+  for (const Case& c : cases) {
+    std::vector<HostTensor> gs;
+    double ss = 0;
+    for (const Shape& s : c.shapes) {
+      gs.push_back(random_f32(s, r.rng()));
+      for (double v : gs.back().v) ss += v * v;
+    }
+    const double norm = std::sqrt(ss), k = norm > c.max_norm ? c.max_norm / (norm + 1e-6) : 1;
+    std::vector<Expected> want;
+    for (const HostTensor& g : gs) {
+      want.push_back(expect_like(g, ELEMENTWISE));
+      for (double v : g.v) want.back().t.v.push_back(v * k);
+    }
+    r.check_all(gs, {imm_f("max_norm", c.max_norm)}, want);
+  }
+  // A norm of exactly max_norm is left alone: ‖(3, 4)‖ = 5.
+  const HostTensor g = host_f32({3, 4});
+  r.check_all({g}, {imm_f("max_norm", 5)}, {Expected{g, {}, EXACT}});
+}
+
+// Weight, gradient and state tensors for one optimizer case of shape `s`; state that holds
+// squares is non-negative.
+struct StepOperands {
+  HostTensor w, g, a, b;  // a, b: the state (momentum / first and second moments / square average)
+};
+
+StepOperands step_operands(const Shape& s, std::mt19937& rng) {
+  return {random_f32(s, rng), random_f32(s, rng), random_f32(s, rng), random_f32(s, rng, 0, 2)};
+}
+
+const Tolerance STEP_TOL{1e-7, 1e-6};
+
+void cases_sgd(ParityRun& r) {
+  struct Config {
+    double momentum, weight_decay;
+    bool nesterov;
+  };
+  const Config configs[] = {{0, 0, false}, {0.875, 0, false}, {0.5, 0, true}, {0, 0.125, false}, {0.75, 0.0625, true}};
+  for (const Config& c : configs)
+    for (const Shape& s : elementwise_shapes()) {
+      const StepOperands o = step_operands(s, r.rng());
+      const HostTensor lr = random_f32(Shape(), r.rng(), 0.01, 0.5);
+      const double mu = c.momentum, wd = c.weight_decay, l = lr.v[0];
+      Expected w = expect_like(o.w, STEP_TOL), v = expect_like(o.a, STEP_TOL);
+      for (size_t i = 0; i < o.w.v.size(); ++i) {
+        const double g = o.g.v[i] + wd * o.w.v[i], vn = mu * o.a.v[i] + g;
+        const double gmag = std::fabs(o.g.v[i]) + std::fabs(wd * o.w.v[i]), vmag = std::fabs(mu * o.a.v[i]) + gmag;
+        v.t.v.push_back(vn);
+        v.mag.push_back(vmag);
+        w.t.v.push_back(o.w.v[i] - l * (c.nesterov ? g + mu * vn : vn));
+        w.mag.push_back(std::fabs(o.w.v[i]) + l * (gmag + vmag));
+      }
+      std::vector<ImmArg> imms;
+      if (mu != 0) imms.push_back(imm_f("momentum", mu));
+      if (c.nesterov) imms.push_back(imm_b("nesterov", true));
+      if (wd != 0) imms.push_back(imm_f("weight_decay", wd));
+      r.check_all({o.w, o.g, o.a, lr}, imms, {w, v});
+    }
+}
+
+struct AdamConfig {
+  double beta1, beta2, eps, weight_decay;
+  bool defaults;  // leave every immediate at its default (the values above must be those)
+};
+
+void adam_cases(ParityRun& r, bool decoupled) {
+  const double default_wd = decoupled ? 0.01 : 0;
+  const AdamConfig configs[] = {{0.9, 0.999, 1e-8, default_wd, true},
+                                {0.875, 0.9921875, 0.0009765625, 0.125, false},
+                                {0.5, 0.75, 0.25, 0, false}};
+  int k = 0;
+  for (const AdamConfig& c : configs)
+    for (const Shape& s : elementwise_shapes()) {
+      const StepOperands o = step_operands(s, r.rng());
+      const HostTensor lr = random_f32(Shape(), r.rng(), 0.001, 0.1);
+      const double steps[] = {1, 2, 3, 10, 1000};
+      const HostTensor t = scalar(steps[k++ % 5]);
+      // Moments use β as a float; the bias corrections 1 − βᵗ use the immediate as the instruction
+      // holds it (defaults are not float-exact, the explicit values here are).
+      const double b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
+      const double eps = static_cast<float>(c.eps), wd = static_cast<float>(c.weight_decay), l = lr.v[0];
+      const double c1 = 1 - std::pow(c.beta1, t.v[0]), c2 = 1 - std::pow(c.beta2, t.v[0]);
+      Expected w = expect_like(o.w, STEP_TOL), m = expect_like(o.a, STEP_TOL), v = expect_like(o.b, STEP_TOL);
+      for (size_t i = 0; i < o.w.v.size(); ++i) {
+        double w0 = o.w.v[i], g = o.g.v[i];
+        if (decoupled)
+          w0 -= l * wd * w0;
+        else
+          g += wd * w0;
+        const double gmag = std::fabs(o.g.v[i]) + std::fabs(wd * o.w.v[i]);
+        const double mn = b1 * o.a.v[i] + (1 - b1) * g, vn = b2 * o.b.v[i] + (1 - b2) * g * g;
+        const double mmag = std::fabs(b1 * o.a.v[i]) + (1 - b1) * gmag;
+        const double denom = std::sqrt(vn / c2) + eps;
+        m.t.v.push_back(mn);
+        m.mag.push_back(mmag);
+        v.t.v.push_back(vn);
+        v.mag.push_back(vn);
+        w.t.v.push_back(w0 - l * (mn / c1) / denom);
+        w.mag.push_back(std::fabs(o.w.v[i]) + l * (mmag / c1) / denom);
+      }
+      std::vector<ImmArg> imms;
+      if (!c.defaults) {
+        imms = {imm_f("beta1", c.beta1), imm_f("beta2", c.beta2), imm_f("eps", c.eps)};
+        if (c.weight_decay != default_wd) imms.push_back(imm_f("weight_decay", c.weight_decay));
+      }
+      r.check_all({o.w, o.g, o.a, o.b, lr, t}, imms, {w, m, v});
+    }
+}
+void cases_adam(ParityRun& r) { adam_cases(r, false); }
+void cases_adamw(ParityRun& r) { adam_cases(r, true); }
+
+void cases_rmsprop(ParityRun& r) {
+  struct Config {
+    double alpha, eps, weight_decay;
+    bool defaults;
+  };
+  const Config configs[] = {{0.99, 1e-8, 0, true}, {0.875, 0.0009765625, 0.125, false}, {0.5, 0.25, 0, false}};
+  for (const Config& c : configs)
+    for (const Shape& s : elementwise_shapes()) {
+      const StepOperands o = step_operands(s, r.rng());
+      const HostTensor lr = random_f32(Shape(), r.rng(), 0.001, 0.1);
+      const double a = static_cast<float>(c.alpha), eps = static_cast<float>(c.eps), wd = c.weight_decay;
+      const double l = lr.v[0];
+      Expected w = expect_like(o.w, STEP_TOL), sq = expect_like(o.b, STEP_TOL);
+      for (size_t i = 0; i < o.w.v.size(); ++i) {
+        const double g = o.g.v[i] + wd * o.w.v[i], gmag = std::fabs(o.g.v[i]) + std::fabs(wd * o.w.v[i]);
+        const double sn = a * o.b.v[i] + (1 - a) * g * g, denom = std::sqrt(sn) + eps;
+        sq.t.v.push_back(sn);
+        sq.mag.push_back(sn);
+        w.t.v.push_back(o.w.v[i] - l * g / denom);
+        w.mag.push_back(std::fabs(o.w.v[i]) + l * gmag / denom);
+      }
+      std::vector<ImmArg> imms;
+      if (!c.defaults) {
+        imms = {imm_f("alpha", c.alpha), imm_f("eps", c.eps)};
+        if (wd != 0) imms.push_back(imm_f("weight_decay", wd));
+      }
+      r.check_all({o.w, o.g, o.b, lr}, imms, {w, sq});
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table, stamped from the opcode table
 
 using CaseFn = void (*)(ParityRun&);
@@ -663,6 +1174,21 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::SLICE, cases_slice},
       {Opcode::COPY, cases_copy},
       {Opcode::FILL, cases_fill},
+      {Opcode::STEP, cases_step},
+      {Opcode::ACT_BWD, cases_act_bwd},
+      {Opcode::EXPAND, cases_expand},
+      {Opcode::PAD, cases_pad},
+      {Opcode::SOFTMAX_CE, cases_softmax_ce},
+      {Opcode::SOFTMAX_CE_BWD, cases_softmax_ce_bwd},
+      {Opcode::MSE, cases_mse},
+      {Opcode::BCE_LOGITS, cases_bce_logits},
+      {Opcode::ADVANCE, cases_advance},
+      {Opcode::LR_SCHEDULE, cases_lr_schedule},
+      {Opcode::CLIP_GRAD_NORM, cases_clip_grad_norm},
+      {Opcode::SGD, cases_sgd},
+      {Opcode::ADAM, cases_adam},
+      {Opcode::ADAMW, cases_adamw},
+      {Opcode::RMSPROP, cases_rmsprop},
   };
   return t;
 }
@@ -802,6 +1328,78 @@ TEST(OpSpecialValues, ReductionsOfInfinities) {
                       run_op(Opcode::REDUCE_MAX, {x}, {})));
 }
 
+TEST(OpSpecialValues, StepAtZeroAndNaN) {
+  const HostTensor x = host_f32({0, -0.0, NaN, 1e-30, -1e-30, INF, -INF});
+  EXPECT_TRUE(matches(expect_values(x, {1, 1, 0, 1, 0, 1, 0}), run_op(Opcode::STEP, {x}, {})));
+}
+
+// At a kink the derivative is the left (zero) one, as PyTorch; NaN in x gives NaN.
+TEST(OpSpecialValues, ActBwdAtKinksAndNaN) {
+  const HostTensor dy = host_f32({2, 2, 2, 2});
+  const HostTensor x = host_f32({0, -0.0, 1.5, NaN});
+  const auto act = [&](const char* fn, double alpha) {
+    std::vector<ImmArg> imms = {imm_enum("fn", fn)};
+    if (alpha != 0) imms.push_back(imm_f("alpha", alpha));
+    return run_op(Opcode::ACT_BWD, {dy, x}, imms);
+  };
+  EXPECT_TRUE(matches(expect_values(x, {0, 0, 2, NaN}), act("relu", 0)));
+  EXPECT_TRUE(matches(expect_values(x, {0.5, 0.5, 2, NaN}), act("leakyrelu", 0.25)));
+  EXPECT_TRUE(matches(expect_values(x, {0, 0, 2, NaN}), act("abs", 0)));
+  // clipped_relu: 0 at both ends of [0, threshold].
+  EXPECT_TRUE(matches(expect_values(x, {0, 0, 0, NaN}), act("clipped_relu", 1.5)));
+  EXPECT_TRUE(matches(expect_values(x, {1, 1, 2, NaN}), act("elu", 0.5)));
+  for (const char* fn : {"sigmoid", "tanh", "gelu", "gelu_tanh", "swish"}) {
+    const OpOutput y = act(fn, 1);
+    ASSERT_TRUE(y.status) << y.status.message();
+    EXPECT_TRUE(std::isnan(y.v[3])) << fn;
+  }
+}
+
+TEST(OpSpecialValues, SoftmaxCeClassIdOutOfRangeGivesNaN) {
+  const HostTensor x = host(DType::F32, Shape{3, 4}, {1, 2, 3, 4, 0, 0, 0, 0, -1, 5, 2, 0});
+  for (double bad : {4.0, -1.0, 2147483647.0}) {
+    SCOPED_TRACE(bad);
+    const HostTensor ids = host(DType::I32, Shape{3}, {0, bad, 2});
+    EXPECT_TRUE(
+        matches(Expected{host(DType::F32, Shape(), {NaN}), {}, EXACT}, run_op(Opcode::SOFTMAX_CE, {x, ids}, {})));
+    const OpOutput dx = run_op(Opcode::SOFTMAX_CE_BWD, {x, ids, host(DType::F32, Shape(), {1})}, {});
+    ASSERT_TRUE(dx.status) << dx.status.message();
+    ASSERT_TRUE(dx.problems.empty());
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_TRUE(std::isfinite(dx.v[j])) << j;   // row 0 has a valid id
+      EXPECT_TRUE(std::isnan(dx.v[4 + j])) << j;  // row 1 does not
+      EXPECT_TRUE(std::isfinite(dx.v[8 + j])) << j;
+    }
+  }
+  // Valid ids, for contrast: every row finite.
+  const OpOutput ok = run_op(Opcode::SOFTMAX_CE, {x, host(DType::I32, Shape{3}, {3, 0, 1})}, {});
+  ASSERT_TRUE(ok.status) << ok.status.message();
+  EXPECT_TRUE(std::isfinite(ok.v[0]));
+}
+
+TEST(OpSpecialValues, LossesOfExtremeLogitsStayFinite) {
+  // Logits of ±1000: a naive e^x overflows. The right class wins by 2000: loss ≈ 0, else ≈ 2000.
+  const HostTensor x = host(DType::F32, Shape{2, 2}, {1000, -1000, -1000, 1000});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape(), {0}), {}, {1e-6, 0}},
+                      run_op(Opcode::SOFTMAX_CE, {x, host(DType::I32, Shape{2}, {0, 1})}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape(), {2000}), {}, {0, 1e-6}},
+                      run_op(Opcode::SOFTMAX_CE, {x, host(DType::I32, Shape{2}, {1, 0})}, {})));
+  const HostTensor z = host_f32({1000, -1000, 1000, -1000});
+  const HostTensor t = host_f32({1, 0, 0, 1});
+  // Terms: 0, 0, 1000, 1000 → mean 500.
+  EXPECT_TRUE(
+      matches(Expected{host(DType::F32, Shape(), {500}), {}, {0, 1e-6}}, run_op(Opcode::BCE_LOGITS, {z, t}, {})));
+}
+
+TEST(OpSpecialValues, LrScheduleWithoutWarmupIsFiniteAtZero) {
+  // Before the first ADVANCE, t is 0: with no warm-up there is no 0/0.
+  for (const char* kind : {"constant", "cosine"}) {
+    const OpOutput lr = run_op(Opcode::LR_SCHEDULE, {host(DType::F32, Shape(), {0})},
+                               {imm_enum("kind", kind), imm_f("base", 0.5), imm_i("total", 10)});
+    EXPECT_TRUE(matches(Expected{host(DType::F32, Shape(), {0.5}), {}, EXACT}, lr)) << kind;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shape errors
 
@@ -923,6 +1521,80 @@ TEST(OpShapeErrors, I32IntoFloatOps) {
                            {"LINEAR", "operand 3", "i32[3]"}));
 }
 
+TEST(OpShapeErrors, SoftmaxCeTargets) {
+  // Accepted: i32 class ids shaped like the logits without their last axis, or f32 like the logits.
+  for (const std::vector<TensorType>& ok :
+       {std::vector<TensorType>{f32({3, 4}), i32({3})}, std::vector<TensorType>{f32({2, 3, 4}), i32({2, 3})},
+        std::vector<TensorType>{f32({4}), i32({})}, std::vector<TensorType>{f32({3, 4}), f32({3, 4})}}) {
+    for (Opcode op : {Opcode::SOFTMAX_CE, Opcode::SOFTMAX_CE_BWD}) {
+      std::vector<TensorType> in = ok;
+      if (op == Opcode::SOFTMAX_CE_BWD) in.push_back(f32({}));
+      Context ctx;
+      Program p(ctx);
+      std::vector<TensorId> ids;
+      TensorId out = NO_TENSOR;
+      const Status st = build_op(p, op, in, {}, &ids, &out);
+      ASSERT_TRUE(st) << st.message();
+      EXPECT_EQ(p.desc(out).type, op == Opcode::SOFTMAX_CE ? f32({}) : ok[0]);
+    }
+  }
+  EXPECT_TRUE(append_fails(Opcode::SOFTMAX_CE, {f32({3, 4}), i32({3, 4})}, {}, {"SOFTMAX_CE", "i32[3,4]", "i32[3]"}));
+  EXPECT_TRUE(append_fails(Opcode::SOFTMAX_CE, {f32({3, 4}), i32({4})}, {}, {"SOFTMAX_CE", "i32[4]"}));
+  EXPECT_TRUE(append_fails(Opcode::SOFTMAX_CE, {f32({3, 4}), f32({3})}, {}, {"SOFTMAX_CE", "f32[3]", "f32[3,4]"}));
+  EXPECT_TRUE(append_fails(Opcode::SOFTMAX_CE, {f32({}), i32({})}, {}, {"SOFTMAX_CE", "f32[]", "rank"}));
+  EXPECT_TRUE(append_fails(Opcode::SOFTMAX_CE_BWD, {f32({3, 4}), i32({3}), f32({1})}, {},
+                           {"SOFTMAX_CE_BWD", "f32[1]", "f32[]"}));
+}
+
+TEST(OpShapeErrors, ExpandAndPad) {
+  EXPECT_TRUE(
+      append_fails(Opcode::EXPAND, {f32({3, 4})}, {imm_ints("shape", {4, 4})}, {"EXPAND", "f32[3,4]", "[4,4]"}));
+  EXPECT_TRUE(append_fails(Opcode::EXPAND, {f32({2, 3})}, {imm_ints("shape", {3})}, {"EXPAND", "f32[2,3]", "[3]"}));
+  EXPECT_TRUE(
+      append_fails(Opcode::EXPAND, {f32({3})}, {imm_ints("shape", {1, 1, 1, 1, 1, 1, 3})}, {"EXPAND", "f32[3]"}));
+  EXPECT_TRUE(append_fails(Opcode::PAD, {f32({3, 4})}, {imm_ints("pads", {1, 1})}, {"PAD", "f32[3,4]", "[1,1]"}));
+  EXPECT_TRUE(append_fails(Opcode::PAD, {f32({3, 4})}, {imm_ints("pads", {1, -1, 0, 0})}, {"PAD", "[1,-1,0,0]"}));
+  EXPECT_TRUE(
+      append_fails(Opcode::PAD, {i32({3})}, {imm_ints("pads", {1, 1}), imm_f("value", 2.5)}, {"PAD", "i32[3]", "2.5"}));
+  // A fill value an i32 cannot hold is refused, not converted (which would be undefined).
+  for (double v : {2147483648.0, -2147483904.0, INF, NaN})
+    EXPECT_TRUE(append_fails(Opcode::PAD, {i32({3})}, {imm_ints("pads", {1, 1}), imm_f("value", v)}, {"PAD", "i32[3]"}))
+        << v;
+}
+
+TEST(OpShapeErrors, OptimizerOperands) {
+  EXPECT_TRUE(
+      append_fails(Opcode::SGD, {f32({3, 4}), f32({4}), f32({3, 4}), f32({})}, {}, {"SGD", "f32[4]", "f32[3,4]"}));
+  EXPECT_TRUE(
+      append_fails(Opcode::SGD, {f32({3, 4}), f32({3, 4}), f32({3, 4}), f32({1})}, {}, {"SGD", "f32[1]", "f32[]"}));
+  EXPECT_TRUE(append_fails(Opcode::ADAM, {f32({2}), f32({2}), f32({2}), f32({3}), f32({}), f32({})}, {},
+                           {"ADAM", "f32[3]", "f32[2]"}));
+  EXPECT_TRUE(append_fails(Opcode::ADAMW, {f32({2}), f32({2}), f32({2}), f32({2}), f32({}), f32({2})}, {},
+                           {"ADAMW", "operand 6", "f32[]"}));
+  EXPECT_TRUE(append_fails(Opcode::RMSPROP, {f32({2}), f32({2}), f32({5}), f32({})}, {}, {"RMSPROP", "f32[5]"}));
+  EXPECT_TRUE(append_fails(Opcode::ADVANCE, {f32({2})}, {}, {"ADVANCE", "f32[2]", "f32[]"}));
+  EXPECT_TRUE(append_fails(Opcode::LR_SCHEDULE, {f32({})},
+                           {imm_enum("kind", "step"), imm_f("base", 1), imm_i("step_size", 0)},
+                           {"LR_SCHEDULE", "step_size"}));
+  EXPECT_TRUE(append_fails(Opcode::LR_SCHEDULE, {f32({})},
+                           {imm_enum("kind", "constant"), imm_f("base", 1), imm_i("warmup", -1)},
+                           {"LR_SCHEDULE", "warmup"}));
+  EXPECT_TRUE(append_fails(Opcode::CLIP_GRAD_NORM, {f32({3})}, {imm_f("max_norm", 0)}, {"CLIP_GRAD_NORM", "max_norm"}));
+  // Outputs of an in-place op must be the very inputs it updates.
+  Context ctx;
+  Program p(ctx);
+  std::vector<TensorId> ids;
+  ASSERT_TRUE(declare_inputs(p, {f32({3}), f32({3}), f32({3}), f32({})}, &ids));
+  const Result<std::vector<TensorId>> fresh = p.append_new(make_instruction(Opcode::SGD, ids, {}));
+  ASSERT_FALSE(fresh.is_ok());
+  EXPECT_NE(fresh.status().message().find("SGD updates its operands in place"), std::string::npos)
+      << fresh.status().message();
+  Instruction swapped = make_instruction(Opcode::SGD, ids, {ids[2], ids[0]});
+  const Status st = p.append(swapped);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("SGD: output 1 must be input 1"), std::string::npos) << st.message();
+}
+
 // Operands that every op of a category accepts, with the immediates it requires.
 struct ValidCase {
   std::vector<Shape> shapes;
@@ -931,6 +1603,26 @@ struct ValidCase {
 
 ValidCase valid_case(const OpInfo& info) {
   switch (info.op) {
+    case Opcode::ACT_BWD:
+      return {{Shape{3, 4}, Shape{3, 4}}, {imm_enum("fn", "tanh")}};
+    case Opcode::EXPAND:
+      return {{Shape{3, 1}}, {imm_ints("shape", {2, 3, 4})}};
+    case Opcode::PAD:
+      return {{Shape{3, 4}}, {imm_ints("pads", {1, 0, 2, 1})}};
+    case Opcode::SOFTMAX_CE_BWD:
+      return {{Shape{3, 4}, Shape{3, 4}, Shape()}, {}};
+    case Opcode::ADVANCE:
+      return {{Shape()}, {}};
+    case Opcode::LR_SCHEDULE:
+      return {{Shape()}, {imm_enum("kind", "cosine"), imm_f("base", 0.1)}};
+    case Opcode::CLIP_GRAD_NORM:
+      return {{Shape{3, 4}, Shape{5}}, {imm_f("max_norm", 1)}};
+    case Opcode::SGD:
+    case Opcode::RMSPROP:
+      return {{Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, Shape()}, {}};
+    case Opcode::ADAM:
+    case Opcode::ADAMW:
+      return {{Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, Shape(), Shape()}, {}};
     case Opcode::MATMUL: return {{Shape{3, 4}, Shape{4, 5}}, {}};
     case Opcode::LINEAR: return {{Shape{3, 4}, Shape{4, 5}, Shape{5}}, {}};
     case Opcode::RESHAPE: return {{Shape{3, 4}}, {imm_ints("shape", {12})}};

@@ -2,7 +2,7 @@
 // the top of the update: section, so a listing shows the whole schedule.
 //
 // Computes   ADVANCE      t = t + 1.
-//            LR_SCHEDULE  lr = base·t/warmup while t ≤ warmup, then by kind:
+//            LR_SCHEDULE  lr = base·t/warmup while t ≤ warmup (if warmup > 0), then by kind:
 //                           constant  base
 //                           step      base·gamma^⌊(t − warmup − 1)/step_size⌋
 //                           cosine    min + (base − min)·(1 + cos(π·p))/2,
@@ -44,7 +44,7 @@ void schedule_ref(const KernelArgs* k) {
   const double t = *static_cast<const float*>(k->in[0]), base = ins.f(BASE);
   const double warmup = static_cast<double>(ins.i(WARMUP));
   double lr;
-  if (t <= warmup) {
+  if (warmup > 0 && t <= warmup) {  // no warm-up steps: no warm-up phase (and no 0/0 at t = 0)
     lr = base * t / warmup;
   } else {
     switch (static_cast<Kind>(ins.i(KIND))) {

@@ -4,7 +4,7 @@
 // Inputs     x: f32 or i32.
 // Outputs    y: x's dtype; y.shape[d] = before[d] + x.shape[d] + after[d].
 // Immediates pads: ints [before_0, ..., before_{r−1}, after_0, ..., after_{r−1}] (ONNX order),
-//            each ≥ 0; value: f32, default 0 (for i32 a whole number).
+//            each ≥ 0; value: f32, default 0 (for i32 a whole number in i32 range).
 // Gradient   dy sliced back to x's region (one SLICE per padded axis).
 // Kernels    reference: fill, then one row copy per row of x.
 #include <array>
@@ -32,7 +32,7 @@ Status pad_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
     y[d] = x[d] + lo + hi;
   }
   const double v = ins.f(VALUE);
-  if (in[0].dtype == DType::I32 && std::trunc(v) != v)
+  if (in[0].dtype == DType::I32 && !(std::trunc(v) == v && v >= -2147483648.0 && v <= 2147483647.0))
     return Status::errorf("PAD: value {} is not an i32 for {}", v, operand_str(ins, 0, in[0]));
   (*out)[0] = TensorType{in[0].dtype, y};
   return Status::ok();

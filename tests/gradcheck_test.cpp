@@ -1,0 +1,595 @@
+// Gradient checks: every op with a backward rule is checked against central finite differences by
+// the public checker (engine/gradcheck.h), on small random shapes with broadcasting, every
+// transpose flag, middle axes and non-default immediates, with inputs kept away from kinks and
+// ties. The case table is keyed by opcode and the suite is stamped from all_ops(), so an op that
+// gains a rule without a case fails here. Then: the errors autodiff gives when a gradient cannot
+// be had, the zero gradients of FILL and STEP, and the checker itself (it catches a wrong
+// gradient, leaves the program alone, is deterministic).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "engine/autodiff.h"
+#include "engine/gradcheck.h"
+#include "serialize/listing.h"
+#include "shell/shell.h"
+
+namespace nnasm {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Input values: generators and fills by tensor name
+
+using Gen = std::function<float(std::mt19937&)>;
+using Fill = std::function<void(Executor&, std::mt19937&)>;
+
+Gen uniform(double lo, double hi) {
+  return [=](std::mt19937& rng) { return static_cast<float>(std::uniform_real_distribution<double>(lo, hi)(rng)); };
+}
+// ±[lo, hi]: away from 0 (kinks of RELU, ABS, ...).
+Gen signed_between(double lo, double hi) {
+  return [=](std::mt19937& rng) {
+    const float m = uniform(lo, hi)(rng);
+    return rng() & 1 ? m : -m;
+  };
+}
+// Uniform in [lo, hi] but at least `margin` away from every point of `kinks`.
+Gen away_from(double lo, double hi, std::vector<double> kinks, double margin = 0.1) {
+  return [=](std::mt19937& rng) {
+    for (;;) {
+      const float v = uniform(lo, hi)(rng);
+      if (std::all_of(kinks.begin(), kinks.end(), [&](double k) { return std::fabs(v - k) >= margin; })) return v;
+    }
+  };
+}
+
+Fill put(const std::string& name, Gen gen) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = gen(rng);
+  };
+}
+// Distinct values 0.2 apart in a random order: no ties for REDUCE_MAX, even after a nudge.
+Fill distinct(const std::string& name) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    std::vector<int64_t> order(static_cast<size_t>(t->numel()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i = 0; i < order.size(); ++i)
+      t->f32()[i] = static_cast<float>(0.2 * static_cast<double>(order[i]) - 0.1 * static_cast<double>(order.size()));
+  };
+}
+Fill class_ids(const std::string& name, int classes) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % static_cast<unsigned>(classes));
+  };
+}
+// Rows of probabilities along the last axis.
+Fill probabilities(const std::string& name) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    const int64_t c = t->desc.type.shape[t->desc.type.shape.rank - 1];
+    for (int64_t r = 0; r < t->numel() / c; ++r) {
+      float* row = t->f32() + r * c;
+      double sum = 0;
+      for (int64_t j = 0; j < c; ++j) sum += row[j] = uniform(0.1, 1)(rng);
+      for (int64_t j = 0; j < c; ++j) row[j] = static_cast<float>(row[j] / sum);
+    }
+  };
+}
+Fill all_of(std::vector<Fill> fills) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    for (const Fill& f : fills) f(ex, rng);
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The case table
+
+struct Built {
+  Var y;
+  std::vector<Var> wrt;
+};
+
+struct GradCase {
+  GradCase(std::string w, std::function<Built(Graph&)> b, Fill f = {})
+      : what(std::move(w)), build(std::move(b)), fill(std::move(f)) {}
+  std::string what;
+  std::function<Built(Graph&)> build;
+  Fill fill;  // empty: the checker's default uniform(−1, 1) inputs
+  double step = 1e-3, rtol = 1e-2, atol = 1e-3;
+};
+
+using Cases = std::vector<GradCase>;
+
+Cases matmul_cases() {
+  Cases v;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const std::string flags = fmt::format("transA={} transB={}", ta, tb);
+      v.push_back({flags, [=](Graph& g) {
+                     Var a = g.input("a", ta ? Shape{4, 3} : Shape{3, 4});
+                     Var b = g.input("b", tb ? Shape{5, 4} : Shape{4, 5});
+                     return Built{matmul(a, b, ta, tb), {a, b}};
+                   }});
+      // Batch dimensions [2,1] and [3] broadcast to [2,3]: both gradients sum over a stretched one.
+      v.push_back({flags + " batched", [=](Graph& g) {
+                     Var a = g.input("a", ta ? Shape{2, 1, 4, 3} : Shape{2, 1, 3, 4});
+                     Var b = g.input("b", tb ? Shape{3, 2, 4} : Shape{3, 4, 2});
+                     return Built{matmul(a, b, ta, tb), {a, b}};
+                   }});
+    }
+  v.push_back({"a shared by every batch", [](Graph& g) {
+                 Var a = g.input("a", {3, 4});
+                 Var b = g.input("b", {2, 4, 2});
+                 return Built{matmul(a, b), {a, b}};
+               }});
+  return v;
+}
+
+Cases linear_cases() {
+  return {{"rank-3 x",
+           [](Graph& g) {
+             Var x = g.input("x", {2, 3, 4});
+             Var w = g.param("w", {4, 5}, {InitKind::UNIFORM, -1, 1});
+             Var b = g.param("b", {5}, {InitKind::UNIFORM, -1, 1});
+             return Built{linear(x, w, b), {x, w, b}};
+           }},
+          {"one row", [](Graph& g) {
+             Var x = g.input("x", {3});
+             Var w = g.param("w", {3, 2}, {InitKind::UNIFORM, -1, 1});
+             Var b = g.param("b", {2}, {InitKind::UNIFORM, -1, 1});
+             return Built{linear(x, w, b), {x, w, b}};
+           }}};
+}
+
+// A binary op on inputs a and b of the given shapes.
+GradCase binary(const std::string& what, Shape sa, Shape sb, std::function<Var(Var, Var)> f, Fill fill = {}) {
+  return {what,
+          [=](Graph& g) {
+            Var a = g.input("a", sa), b = g.input("b", sb);
+            return Built{f(a, b), {a, b}};
+          },
+          fill};
+}
+
+// A unary op on input x of shape [2,3,4] (or `s`).
+GradCase unary(const std::string& what, std::function<Var(Var)> f, Fill fill = {}, Shape s = Shape{2, 3, 4}) {
+  return {what,
+          [=](Graph& g) {
+            Var x = g.input("x", s);
+            return Built{f(x), {x}};
+          },
+          fill};
+}
+
+// Winners clear: a is ±[0.5, 1.5], b within ±0.3, so each side wins somewhere and no pair ties.
+Fill no_ties() { return all_of({put("a", signed_between(0.5, 1.5)), put("b", uniform(-0.3, 0.3))}); }
+
+// Each reduction along the middle axis of [2,3,4], with and without keepdims, and the last axis.
+Cases reduce_cases(Var (*f)(At, int64_t, bool), Fill fill = {}) {
+  Cases v;
+  for (bool keep : {false, true})
+    for (int64_t axis : {1, -1})
+      v.push_back(unary(
+          fmt::format("axis={} keepdims={}", axis, keep), [=](Var x) { return f(x, axis, keep); }, fill));
+  return v;
+}
+
+const std::map<Opcode, Cases>& gradcheck_table() {
+  static const std::map<Opcode, Cases> t = {
+      {Opcode::MATMUL, matmul_cases()},
+      {Opcode::LINEAR, linear_cases()},
+      {Opcode::ADD,
+       {binary("[3,4]+[4] alpha=0.5 beta=-2", {3, 4}, {4}, [](Var a, Var b) { return add(a, b, 0.5f, -2.f); }),
+        binary("[2,3]+[]", {2, 3}, {}, [](Var a, Var b) { return a + b; })}},
+      {Opcode::SUB, {binary("[3,4]-[3,1]", {3, 4}, {3, 1}, [](Var a, Var b) { return a - b; })}},
+      {Opcode::MUL,
+       {binary("[2,1,3]*[3,1]", {2, 1, 3}, {3, 1}, [](Var a, Var b) { return a * b; }),
+        binary("[2,3]*[2,3]", {2, 3}, {2, 3}, [](Var a, Var b) { return a * b; })}},
+      {Opcode::DIV,
+       {binary("[3,4]/[4]", {3, 4}, {4}, [](Var a, Var b) { return a / b; }, put("b", signed_between(0.5, 1.5))),
+        binary("[4]/[3,4]", {4}, {3, 4}, [](Var a, Var b) { return a / b; }, put("b", signed_between(0.5, 1.5)))}},
+      {Opcode::MAXIMUM,
+       {binary("[3,4] vs [4]", {3, 4}, {4}, [](Var a, Var b) { return maximum(a, b); }, no_ties()),
+        binary("[2,1,3] vs [3,1]", {2, 1, 3}, {3, 1}, [](Var a, Var b) { return maximum(a, b); }, no_ties())}},
+      {Opcode::MINIMUM,
+       {binary("[3,4] vs [4]", {3, 4}, {4}, [](Var a, Var b) { return minimum(a, b); }, no_ties()),
+        binary("[2,1,3] vs [3,1]", {2, 1, 3}, {3, 1}, [](Var a, Var b) { return minimum(a, b); }, no_ties())}},
+      {Opcode::SCALE, {unary("alpha=-1.5", [](Var x) { return scale(x, -1.5f); })}},
+      {Opcode::NEG, {unary("", [](Var x) { return neg(x); })}},
+      {Opcode::EXP, {unary("", [](Var x) { return exp(x); })}},
+      {Opcode::LOG, {unary("positive", [](Var x) { return log(x); }, put("x", uniform(0.5, 2)))}},
+      {Opcode::SQRT, {unary("positive", [](Var x) { return sqrt(x); }, put("x", uniform(0.5, 2)))}},
+      {Opcode::ABS, {unary("away from 0", [](Var x) { return abs(x); }, put("x", signed_between(0.1, 1.5)))}},
+      {Opcode::SQUARE, {unary("", [](Var x) { return square(x); })}},
+      {Opcode::RELU, {unary("away from 0", [](Var x) { return relu(x); }, put("x", signed_between(0.1, 1.5)))}},
+      {Opcode::LEAKYRELU,
+       {unary("slope=0.2", [](Var x) { return leakyrelu(x, 0.2f); }, put("x", signed_between(0.1, 1.5)))}},
+      {Opcode::ELU, {unary("alpha=0.5", [](Var x) { return elu(x, 0.5f); }, put("x", signed_between(0.1, 2)))}},
+      {Opcode::CLIPPED_RELU,
+       {unary("threshold=1.5", [](Var x) { return clipped_relu(x, 1.5f); }, put("x", away_from(-1, 2.5, {0, 1.5})))}},
+      {Opcode::SIGMOID, {unary("", [](Var x) { return sigmoid(x); }, put("x", uniform(-3, 3)))}},
+      {Opcode::TANH, {unary("", [](Var x) { return tanh(x); }, put("x", uniform(-2, 2)))}},
+      {Opcode::GELU,
+       {unary("erf form", [](Var x) { return gelu(x); }, put("x", uniform(-3, 3))),
+        unary("tanh form", [](Var x) { return gelu(x, true); }, put("x", uniform(-3, 3)))}},
+      {Opcode::SWISH,
+       {unary("beta=1.75", [](Var x) { return swish(x, 1.75f); }, put("x", uniform(-3, 3))),
+        unary("beta=-0.5", [](Var x) { return swish(x, -0.5f); }, put("x", uniform(-3, 3)))}},
+      {Opcode::SOFTMAX,
+       {unary("middle axis", [](Var x) { return softmax(x, 1); }, put("x", uniform(-2, 2))),
+        unary("last axis", [](Var x) { return softmax(x); }, put("x", uniform(-2, 2)))}},
+      {Opcode::LOGSOFTMAX,
+       {unary("middle axis", [](Var x) { return logsoftmax(x, 1); }, put("x", uniform(-2, 2))),
+        unary("first axis", [](Var x) { return logsoftmax(x, 0); }, put("x", uniform(-2, 2)))}},
+      {Opcode::REDUCE_SUM, reduce_cases(reduce_sum)},
+      {Opcode::REDUCE_MEAN, reduce_cases(reduce_mean)},
+      {Opcode::REDUCE_MAX, reduce_cases(reduce_max, distinct("x"))},
+      {Opcode::RESHAPE, {unary("[2,3,4] -> [6,-1]", [](Var x) { return reshape(x, {6, -1}); })}},
+      {Opcode::TRANSPOSE, {unary("perm=[2,0,1]", [](Var x) { return transpose(x, {2, 0, 1}); })}},
+      {Opcode::CONCAT,
+       {{"three along axis 1",
+         [](Graph& g) {
+           Var a = g.input("a", {2, 3, 2}), b = g.input("b", {2, 1, 2}), c = g.input("c", {2, 2, 2});
+           return Built{concat({a, b, c}, 1), {a, b, c}};
+         }},
+        {"one input used twice",
+         [](Graph& g) {
+           Var a = g.input("a", {2, 3}), b = g.input("b", {4, 3});
+           return Built{concat({a, b, a}, 0), {a, b}};
+         }}}},
+      {Opcode::SLICE,
+       {unary("axis=1 [1:3]", [](Var x) { return slice(x, 1, 1, 3); }),
+        unary("axis=-1 [-3:-1]", [](Var x) { return slice(x, -1, -3, -1); })}},
+      {Opcode::PAD,
+       {unary("pads=[1,0,2,0,1,1] value=0.5", [](Var x) { return pad(x, {1, 0, 2, 0, 1, 1}, 0.5f); })}},
+      {Opcode::EXPAND,
+       {unary("[3,1] -> [2,3,4]", [](Var x) { return expand(x, {2, 3, 4}); }, {}, Shape{3, 1}),
+        unary("[] -> [2,2]", [](Var x) { return expand(x, {2, 2}); }, {}, Shape())}},
+      {Opcode::COPY, {unary("", [](Var x) { return copy(x); })}},
+      {Opcode::SOFTMAX_CE,
+       {{"i32 class ids",
+         [](Graph& g) {
+           Var x = g.input("x", {4, 5}), t = g.input("t", {4}, DType::I32);
+           return Built{softmax_ce(x, t), {x}};
+         },
+         all_of({put("x", uniform(-2, 2)), class_ids("t", 5)})},
+        {"f32 probabilities, rank 3",
+         [](Graph& g) {
+           Var x = g.input("x", {2, 3, 4}), t = g.input("t", {2, 3, 4});
+           return Built{softmax_ce(x, t), {x}};
+         },
+         all_of({put("x", uniform(-2, 2)), probabilities("t")})}}},
+      {Opcode::MSE, {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return mse(a, b); })}},
+      {Opcode::BCE_LOGITS,
+       {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return bce_logits(a, b); },
+               all_of({put("a", uniform(-3, 3)), put("b", uniform(0, 1))}))}},
+  };
+  return t;
+}
+
+bool has_rule(Opcode op) {
+  const GradFn rule = op_hooks(op).grad;
+  return rule != nullptr && rule != no_gradient;
+}
+
+std::vector<Opcode> ops_with_rules() {
+  std::vector<Opcode> v;
+  for (const OpInfo& info : all_ops())
+    if (has_rule(info.op)) v.push_back(info.op);
+  return v;
+}
+
+std::vector<TensorId> ids(const std::vector<Var>& vs) {
+  std::vector<TensorId> out;
+  for (const Var& v : vs) out.push_back(v.id());
+  return out;
+}
+
+bool forward_uses(const Program& p, Opcode op) {
+  const auto [b, e] = p.section_range(Section::FORWARD);
+  for (size_t i = b; i < e; ++i)
+    if (p.code()[i].op == op) return true;
+  return false;
+}
+
+class GradCheck : public ::testing::TestWithParam<Opcode> {};
+
+TEST_P(GradCheck, MatchesFiniteDifferences) {
+  const Opcode op = GetParam();
+  auto it = gradcheck_table().find(op);
+  ASSERT_NE(it, gradcheck_table().end()) << op_info(op).mnemonic << " has a backward rule but no gradcheck case";
+  ASSERT_FALSE(it->second.empty());
+  uint64_t seed = 1;
+  for (const GradCase& c : it->second) {
+    SCOPED_TRACE(fmt::format("{} {}", op_info(op).mnemonic, c.what));
+    Context ctx(seed);
+    Program p(ctx);
+    Graph g(p);
+    const Built b = c.build(g);
+    ASSERT_TRUE(g.status()) << g.status().message();
+    ASSERT_TRUE(forward_uses(p, op)) << "test error: the case does not use the op";
+    GradCheckOptions o;
+    o.step = c.step;
+    o.rtol = c.rtol;
+    o.atol = c.atol;
+    o.seed = seed;
+    if (c.fill) {
+      o.fill = [&c, seed](Executor& ex) {
+        std::mt19937 rng(static_cast<uint32_t>(seed));
+        c.fill(ex, rng);
+      };
+    }
+    Result<GradCheckReport> r = check_gradients(p, b.y.id(), ids(b.wrt), o);
+    ASSERT_TRUE(r) << r.status().message();
+    EXPECT_TRUE(r->ok) << "worst: " << r->worst << " (max abs error " << r->max_abs_error << ")";
+    EXPECT_GT(r->checked, 0);
+    EXPECT_TRUE(std::isfinite(r->max_abs_error));
+    ++seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OpsWithRules, GradCheck, ::testing::ValuesIn(ops_with_rules()),
+                         [](const ::testing::TestParamInfo<Opcode>& p) {
+                           return std::string(op_info(p.param).mnemonic);
+                         });
+
+TEST(GradCheckTable, EveryOpWithARuleHasACase) {
+  for (const OpInfo& info : all_ops()) {
+    if (has_rule(info.op)) {
+      EXPECT_EQ(gradcheck_table().count(info.op), 1u) << info.mnemonic << " has a backward rule but no gradcheck case";
+    } else {
+      EXPECT_EQ(gradcheck_table().count(info.op), 0u) << info.mnemonic << " has a case but no backward rule";
+    }
+  }
+  // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
+  for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::ADVANCE, Opcode::LR_SCHEDULE,
+                    Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW, Opcode::RMSPROP})
+    EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
+  for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
+  EXPECT_GE(ops_with_rules().size(), 38u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// When there is no gradient to be had
+
+TEST(GradErrors, OpWithoutARuleOnThePathIsNamed) {
+  {
+    Context ctx;
+    Program p(ctx);
+    Graph g(p);
+    Var x = g.input("x", {2, 3}), dy = g.input("dy", {2, 3}), z = g.input("z", {2});
+    Var h = tanh(x);
+    Var d = g.record(Opcode::ACT_BWD, {dy, h}, {{"fn", imm_i(0)}}, Loc::here());
+    Var y = reduce_sum(d);
+    Var y2 = reduce_sum(d) + reduce_sum(square(z));
+    ASSERT_TRUE(g.status()) << g.status().message();
+    Result<GradCheckReport> r = check_gradients(p, y.id(), {x.id()});
+    ASSERT_FALSE(r.is_ok());
+    const std::string m = r.status().message();
+    EXPECT_NE(m.find("instruction 1 (ACT_BWD -> %"), std::string::npos) << m;
+    EXPECT_NE(m.find("no backward rule"), std::string::npos) << m;
+    EXPECT_NE(m.find("gradcheck_test.cpp"), std::string::npos) << m;  // the shell call's place
+    // grad() itself says the same, and leaves no backward code behind it to run.
+    const Result<std::vector<TensorId>> gr = grad(p, y.id(), {x.id()});
+    ASSERT_FALSE(gr.is_ok());
+    EXPECT_NE(gr.status().message().find("ACT_BWD"), std::string::npos) << gr.status().message();
+    // Off the path it does not matter: d y2 / d z does not flow through ACT_BWD.
+    Result<GradCheckReport> ok = check_gradients(p, y2.id(), {z.id()});
+    ASSERT_TRUE(ok) << ok.status().message();
+    EXPECT_TRUE(ok->ok) << ok->worst;
+  }
+  {
+    Context ctx;
+    Program p(ctx);
+    Graph g(p);
+    Var x = g.input("x", {3, 4}), t = g.input("t", {3}, DType::I32), dl = g.input("dl", {});
+    Var y = reduce_sum(reduce_sum(g.record(Opcode::SOFTMAX_CE_BWD, {x, t, dl}, {}, Loc::here())));
+    ASSERT_TRUE(g.status()) << g.status().message();
+    Result<GradCheckReport> r = check_gradients(p, y.id(), {x.id()});
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("instruction 0 (SOFTMAX_CE_BWD -> %"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("no backward rule"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(GradErrors, SoftmaxCeTargetsHaveNoGradient) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {3, 4}), t = g.input("t", {3, 4}), ids = g.input("ids", {3}, DType::I32);
+  Var y = softmax_ce(x, t) + softmax_ce(x, ids);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const Result<std::vector<TensorId>> gt = grad(p, y.id(), {t.id()});
+  ASSERT_FALSE(gt.is_ok());
+  EXPECT_NE(gt.status().message().find("SOFTMAX_CE has no gradient with respect to its targets"), std::string::npos)
+      << gt.status().message();
+  EXPECT_NE(gt.status().message().find("SOFTMAX_CE -> %"), std::string::npos) << gt.status().message();
+  Result<GradCheckReport> ct = check_gradients(p, y.id(), {t.id()});
+  ASSERT_FALSE(ct.is_ok());
+  EXPECT_NE(ct.status().message().find("targets"), std::string::npos) << ct.status().message();
+  // i32 class ids are not differentiable at all.
+  const Result<std::vector<TensorId>> gi = grad(p, y.id(), {ids.id()});
+  ASSERT_FALSE(gi.is_ok());
+  EXPECT_NE(gi.status().message().find("targets"), std::string::npos) << gi.status().message();
+  Result<GradCheckReport> ci = check_gradients(p, y.id(), {ids.id()});
+  ASSERT_FALSE(ci.is_ok());
+  EXPECT_NE(ci.status().message().find("%ids is i32[3]"), std::string::npos) << ci.status().message();
+  // With respect to the logits alone, both forms are fine.
+  GradCheckOptions o;
+  o.fill = [](Executor& ex) {
+    std::mt19937 rng(3);
+    probabilities("t")(ex, rng);
+    class_ids("ids", 4)(ex, rng);
+  };
+  Result<GradCheckReport> cx = check_gradients(p, y.id(), {x.id()}, o);
+  ASSERT_TRUE(cx) << cx.status().message();
+  EXPECT_TRUE(cx->ok) << cx->worst;
+}
+
+TEST(GradErrors, FillAndStepGiveZeroGradients) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3}), w = g.input("w", {2, 3});
+  // d/dx Σ(step(x)·x + fill(x, 2)·w) = step(x): the product rule's x·step'(x) term is 0.
+  Var y = reduce_sum(reduce_sum(step(x) * x + fill(x, 2) * w));
+  Var only_masks = reduce_sum(reduce_sum(step(x) + fill(w, 3)));
+  ASSERT_TRUE(g.status()) << g.status().message();
+
+  GradCheckOptions o;
+  o.fill = [](Executor& ex) {
+    std::mt19937 rng(5);
+    put("x", signed_between(0.1, 1))(ex, rng);
+  };
+  for (TensorId out : {y.id(), only_masks.id()}) {
+    Result<GradCheckReport> r = check_gradients(p, out, {x.id(), w.id()}, o);
+    ASSERT_TRUE(r) << r.status().message();
+    EXPECT_TRUE(r->ok) << r->worst;
+  }
+
+  const Result<std::vector<TensorId>> gy = grad(p, y.id(), {x.id()});
+  const Result<std::vector<TensorId>> gm = grad(p, only_masks.id(), {x.id(), w.id()});
+  ASSERT_TRUE(gy) << gy.status().message();
+  ASSERT_TRUE(gm) << gm.status().message();
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  const float xv[] = {-1, 0.5f, 2, -0.25f, 3, -4};
+  for (int i = 0; i < 6; ++i) {
+    ex.value()->tensor("x")->f32()[i] = xv[i];
+    ex.value()->tensor("w")->f32()[i] = 7;
+  }
+  ex.value()->run(Section::FORWARD);
+  ex.value()->run(Section::BACKWARD);
+  const Context& c = p.context();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(c.at(gy.value()[0]).f32()[i], xv[i] >= 0 ? 1.f : 0.f) << i;
+    EXPECT_EQ(c.at(gm.value()[0]).f32()[i], 0.f) << i;
+    EXPECT_EQ(c.at(gm.value()[1]).f32()[i], 0.f) << i;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker itself
+
+// y = Σ relu(x)·r at x = 0: the rule says relu'(0) = 0, the difference quotient says ½.
+TEST(GradCheckTool, ReportsAMismatchAndWhere) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {4});
+  g.output(relu(x), "y");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  GradCheckOptions o;
+  o.fill = [](Executor& ex) {
+    const float v[] = {1, -1, 0, 2};
+    std::copy(v, v + 4, ex.tensor("x")->f32());
+  };
+  Result<GradCheckReport> r = check_gradients(p, p.find("y"), {x.id()}, o);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_FALSE(r->ok);
+  EXPECT_EQ(r->checked, 4);
+  EXPECT_EQ(r->worst.rfind("d %y / d %x[2]: analytic 0, numeric ", 0), 0u) << r->worst;
+  // |r| is in [0.5, 1.5], so the numeric value is ±r/2.
+  EXPECT_GE(r->max_abs_error, 0.25);
+  EXPECT_LE(r->max_abs_error, 0.75);
+  EXPECT_NEAR(r->max_rel_error, 1.0, 1e-6);
+}
+
+TEST(GradCheckTool, LeavesTheProgramAloneAndUsesItsValues) {
+  Context ctx(42);
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3});
+  Var w = g.param("w", {3, 2}, {InitKind::UNIFORM, -1, 1});
+  Var b = g.param("b", {2}, {InitKind::ZEROS, 0, 0});
+  Var y = reduce_mean(square(tanh(linear(x, w, b))), 0);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  // The user prepared the program and holds values of their own.
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  ex.value()->tensor("w")->f32()[0] = 0.625f;
+  ex.value()->tensor("x")->f32()[4] = -0.375f;
+  const std::string before = program_print(p);
+  const size_t n_tensors = p.tensors().size(), n_ctx = ctx.size();
+
+  float seen_w = 0, seen_x = 0;
+  GradCheckOptions o;
+  o.fill = [&](Executor& e) {
+    seen_w = e.tensor("w")->f32()[0];
+    seen_x = e.tensor("x")->f32()[4];
+  };
+  Result<GradCheckReport> r = check_gradients(p, y.id(), {x.id(), w.id(), b.id()}, o);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->worst;
+  EXPECT_EQ(r->checked, 6 + 6 + 2);
+  EXPECT_EQ(seen_w, 0.625f);
+  EXPECT_EQ(seen_x, -0.375f);
+  EXPECT_EQ(program_print(p), before);
+  EXPECT_EQ(p.tensors().size(), n_tensors);
+  EXPECT_EQ(ctx.size(), n_ctx);
+  EXPECT_FALSE(p.has_section(Section::BACKWARD));
+  // The same check again gives the same report: everything follows the seed.
+  Result<GradCheckReport> again = check_gradients(p, y.id(), {x.id(), w.id(), b.id()}, o);
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again->max_abs_error, r->max_abs_error);
+  EXPECT_EQ(again->worst, r->worst);
+}
+
+TEST(GradCheckTool, WorksOnATrainingProgramAndSamplesLargeTensors) {
+  Context ctx(7);
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {4, 20});
+  Var t = g.input("t", {4}, DType::I32);
+  Var w = g.param("w", {20, 30}, {InitKind::UNIFORM, -0.3, 0.3});
+  Var b = g.param("b", {30}, {InitKind::UNIFORM, -0.3, 0.3});
+  Var loss = softmax_ce(linear(x, w, b), t);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const Result<std::vector<std::pair<TensorId, TensorId>>> grads = backward(p, loss.id());
+  ASSERT_TRUE(grads) << grads.status().message();
+  ASSERT_TRUE(p.has_section(Section::BACKWARD));  // forward code can no longer be appended here
+  GradCheckOptions o;
+  o.max_elements = 10;
+  o.fill = [](Executor& ex) {
+    std::mt19937 rng(11);
+    class_ids("t", 30)(ex, rng);
+  };
+  Result<GradCheckReport> r = check_gradients(p, loss.id(), {w.id(), b.id(), x.id()}, o);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->worst;
+  EXPECT_EQ(r->checked, 30);
+}
+
+TEST(GradCheckTool, RefusesWhatItCannotCheck) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {3});
+  Var h = exp(x);
+  Var y = reduce_sum(h);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const auto message = [&](TensorId out, std::vector<TensorId> wrt, GradCheckOptions o = {}) {
+    Result<GradCheckReport> r = check_gradients(p, out, wrt, o);
+    return r.is_ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_NE(message(y.id(), {h.id()}).find("%t0 is computed by the program"), std::string::npos)
+      << message(y.id(), {h.id()});
+  EXPECT_NE(message(y.id(), {}).find("no tensors"), std::string::npos);
+  EXPECT_NE(message(y.id(), {NO_TENSOR}).find("not in this program"), std::string::npos);
+  EXPECT_NE(message(NO_TENSOR, {x.id()}).find("y is not a tensor"), std::string::npos);
+  GradCheckOptions bad;
+  bad.step = 0;
+  EXPECT_NE(message(y.id(), {x.id()}, bad).find("step > 0"), std::string::npos);
+  EXPECT_EQ(message(y.id(), {x.id()}), "ok");
+}
+
+}  // namespace
+}  // namespace nnasm
