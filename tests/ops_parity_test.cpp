@@ -1069,11 +1069,10 @@ void adam_cases(ParityRun& r, bool decoupled) {
       const HostTensor lr = random_f32(Shape(), r.rng(), 0.001, 0.1);
       const double steps[] = {1, 2, 3, 10, 1000};
       const HostTensor t = scalar(steps[k++ % 5]);
-      // Moments use β as a float; the bias corrections 1 − βᵗ use the immediate as the instruction
-      // holds it (defaults are not float-exact, the explicit values here are).
+      // Every f32 immediate, defaults included, is held rounded to float.
       const double b1 = static_cast<float>(c.beta1), b2 = static_cast<float>(c.beta2);
       const double eps = static_cast<float>(c.eps), wd = static_cast<float>(c.weight_decay), l = lr.v[0];
-      const double c1 = 1 - std::pow(c.beta1, t.v[0]), c2 = 1 - std::pow(c.beta2, t.v[0]);
+      const double c1 = 1 - std::pow(b1, t.v[0]), c2 = 1 - std::pow(b2, t.v[0]);
       Expected w = expect_like(o.w, STEP_TOL), m = expect_like(o.a, STEP_TOL), v = expect_like(o.b, STEP_TOL);
       for (size_t i = 0; i < o.w.v.size(); ++i) {
         double w0 = o.w.v[i], g = o.g.v[i];
