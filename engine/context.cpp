@@ -5,18 +5,12 @@
 #include <random>
 
 namespace nnasm {
-namespace {
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-}  // namespace
 
-Context::Context(uint64_t seed) : seed_(seed) {
+// Ids come from a random start so two contexts' ids do not coincide.
+Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
   std::random_device rd;
-  id_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}()) {
   std::string warning;
   jit_ = jit_config_from_env(&warning);
   if (!warning.empty()) log(warning);
@@ -29,7 +23,7 @@ void Context::log(const std::string& msg) const {
 
 TensorId Context::next_id() {
   for (;;) {
-    TensorId id = splitmix64(id_state_);
+    TensorId id = id_rng_.next();
     if (id != NO_TENSOR && !tensors_.count(id)) return id;
   }
 }

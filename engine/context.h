@@ -9,6 +9,7 @@
 
 #include "engine/jit/cpu.h"
 #include "engine/jit/kernel.h"
+#include "engine/rng.h"
 #include "engine/tensor.h"
 
 namespace nnasm {
@@ -50,7 +51,7 @@ class Context {
   TensorId next_id();
   std::unordered_map<TensorId, Tensor> tensors_;
   uint64_t seed_;
-  uint64_t id_state_;
+  Rng id_rng_;
   JitConfig jit_;
   KernelCache kernels_;
   std::function<void(const std::string&)> log_;

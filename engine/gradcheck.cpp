@@ -11,18 +11,10 @@
 #include <fmt/format.h>
 
 #include "engine/autodiff.h"
+#include "engine/rng.h"
 
 namespace nnasm {
 namespace {
-
-// A small portable generator, so a seed picks the same elements and values on every platform.
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-double uniform01(uint64_t& s) { return static_cast<double>(splitmix64(s) >> 11) * 0x1.0p-53; }
 
 std::string name_of(const TensorDesc& d) { return fmt::format("{}{}", d.sigil(), d.name); }
 
@@ -96,8 +88,9 @@ std::vector<int64_t> pick_elements(int64_t n, int max, uint64_t seed) {
   std::vector<int64_t> all(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
   if (n <= max) return all;
+  Rng rng(seed);
   for (int k = 0; k < max; ++k) {  // a partial Fisher–Yates shuffle
-    const uint64_t j = static_cast<uint64_t>(k) + splitmix64(seed) % static_cast<uint64_t>(n - k);
+    const uint64_t j = static_cast<uint64_t>(k) + rng.below(static_cast<uint64_t>(n - k));
     std::swap(all[static_cast<size_t>(k)], all[j]);
   }
   all.resize(static_cast<size_t>(max));
@@ -134,7 +127,7 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
     return Status::errorf("check_gradients: {} is not computed by the forward section", name_of(p.desc(y)));
 
   // s = Σ y·r, r fixed and random: ±[0.5, 1.5], rounded to float as the const stores it.
-  uint64_t rng = o.seed;
+  Rng rng(o.seed);  // the same elements and values on every platform
   const Shape ys = q.desc(yq).type.shape;
   const int64_t ny = ys.numel();
   TensorDesc rd;
@@ -142,8 +135,8 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
   rd.type = TensorType{DType::F32, ys};
   rd.role = Role::CONST;
   for (int64_t i = 0; i < ny; ++i) {
-    const double m = 0.5 + uniform01(rng);
-    rd.values.push_back(static_cast<float>(splitmix64(rng) & 1 ? m : -m));
+    const double m = 0.5 + rng.uniform();
+    rd.values.push_back(static_cast<float>(rng.next() & 1 ? m : -m));
   }
   const std::vector<double> r = rd.values;
   Result<TensorId> rid = q.declare(std::move(rd));
@@ -171,7 +164,7 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
     if (src.allocated())
       std::memcpy(dst.data.data(), src.data.data(), static_cast<size_t>(dst.numel()) * 4);
     else
-      for (int64_t i = 0; i < dst.numel(); ++i) dst.f32()[i] = static_cast<float>(2 * uniform01(rng) - 1);
+      for (int64_t i = 0; i < dst.numel(); ++i) dst.f32()[i] = static_cast<float>(2 * rng.uniform() - 1);
   }
   Result<std::unique_ptr<Executor>> exr = Executor::prepare(q);
   if (!exr) return exr.status().with_prefix("check_gradients: ");

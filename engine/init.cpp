@@ -1,37 +1,14 @@
-// Seeded initializers (zeros … he_normal). The generator and the normal transform are our own
-// (splitmix64 + Box–Muller) because std::normal_distribution differs between standard libraries,
-// and one seed must give the same model everywhere.
+// Seeded initializers (zeros … he_normal), drawing from engine/rng.h so one seed gives the same
+// model everywhere.
 #include "engine/init.h"
 
 #include <cmath>
 
 #include <xxhash.h>
 
+#include "engine/rng.h"
+
 namespace nnasm {
-namespace {
-
-class Rng {
- public:
-  explicit Rng(uint64_t s) : s_(s) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  double normal() {
-    double u1 = uniform(), u2 = uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
- private:
-  uint64_t s_;
-};
-
-}  // namespace
 
 void fan_in_out(const Shape& s, double* fan_in, double* fan_out) {
   if (s.rank <= 1) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/rng.h"
+
 namespace nnasm {
 namespace {
 
@@ -98,16 +100,10 @@ Result<std::vector<EpochLog>> train(Executor& ex, const LabeledData& data, const
   if (batches == 0) return Status::errorf("train: {} samples make no batch of {}", data.n, b->batch);
   std::vector<int64_t> order(static_cast<size_t>(data.n));
   std::iota(order.begin(), order.end(), 0);
-  uint64_t rng = opt.seed * 0x9e3779b97f4a7c15ULL + 1;
-  auto next = [&rng] {  // splitmix64: the same shuffles on every platform
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  Rng rng(opt.seed * 0x9e3779b97f4a7c15ULL + 1);  // the same shuffles on every platform
   std::vector<EpochLog> log;
   for (int e = 0; e < opt.epochs; ++e) {
-    for (int64_t i = data.n - 1; i > 0; --i) std::swap(order[i], order[next() % static_cast<uint64_t>(i + 1)]);
+    for (int64_t i = data.n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i + 1))]);
     if (progress) progress->begin_epoch(e, opt.epochs, batches);
     ex.set_training(true);
     const double t0 = now();

@@ -1,0 +1,34 @@
+// The engine's one random generator: splitmix64, small and the same on every platform and
+// standard library (std::normal_distribution is not), so one seed reproduces a whole run —
+// initialization, shuffling, dropout masks, tensor ids.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace nnasm {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Standard normal (Box–Muller).
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  // Uniform in [0, n), n > 0.
+  uint64_t below(uint64_t n) { return next() % n; }
+
+ private:
+  uint64_t s_;
+};
+
+}  // namespace nnasm
