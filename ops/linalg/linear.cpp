@@ -6,10 +6,12 @@
 // Outputs    y: f32[..., out].
 // Gradient   on rows = x flattened to [rows, in]: dx = dY·Wᵀ, dW = xᵀ·dY, db = Σ_rows dY
 //            (MATMUL with transpose flags, REDUCE_SUM).
-// Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h);
-//            JIT GEMM with a bias epilogue in the JIT issue.
+// Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h).
+//            JIT (engine/jit/gemm.h): GEMM with the bias fused into the store,
+//            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows.
 #include <algorithm>
 
+#include "engine/jit/gemm.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
@@ -38,8 +40,24 @@ GemmShape gemm_shape(const TensorType* in) {
   return GemmShape{in[0].shape.numel() / w[0], w[1], w[0], false, false};
 }
 
+GemmJitDesc jit_desc(const TensorType* in) {
+  const GemmShape g = gemm_shape(in);
+  GemmJitDesc d;
+  d.op = "linear";
+  d.m = g.m;
+  d.n = g.n;
+  d.k = g.k;
+  d.bias = true;
+  return d;
+}
+
+// Enough for whichever kernel runs: the reference's packing blocks or the JIT's.
 size_t linear_scratch(const Instruction&, const TensorType* in, const TensorType*) {
-  return gemm_scratch_floats(gemm_shape(in)) * sizeof(float);
+  return std::max(gemm_scratch_floats(gemm_shape(in)) * sizeof(float), jit_gemm_scratch_bytes(jit_desc(in)));
+}
+
+Result<std::shared_ptr<const JitKernel>> linear_jit(const JitRequest& r, KernelCache& cache) {
+  return jit_gemm(jit_desc(r.in), r.isa, cache);
 }
 
 void linear_ref(const KernelArgs* k) {
@@ -67,6 +85,6 @@ Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad}; }
+OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad, linear_jit}; }
 
 }  // namespace nnasm

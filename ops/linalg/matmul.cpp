@@ -9,10 +9,13 @@
 // Gradient   two MATMULs with the transpose flags chosen so nothing is transposed in memory
 //            (dA = dY·op(B)ᵀ, dB = op(A)ᵀ·dY, each laid out as its operand is stored), then
 //            summed over broadcast batch dimensions.
-// Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h); JIT GEMM comes with
-//            the JIT issue.
+// Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h). JIT
+//            (engine/jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
+//            `__<isa>_gemv_mN` for a few rows, dot products `__<isa>_dot_mN` for a few rows with
+//            transB; the batch loops (broadcast included) are inside the kernel.
 #include <algorithm>
 
+#include "engine/jit/gemm.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"
@@ -54,8 +57,29 @@ GemmShape gemm_shape(const Instruction& ins, const TensorType* in, const TensorT
   return GemmShape{ys[ys.rank - 2], ys[ys.rank - 1], as[as.rank - (ta ? 2 : 1)], ta, tb};
 }
 
+GemmJitDesc jit_desc(const Instruction& ins, const TensorType* in, const TensorType* out) {
+  const GemmShape g = gemm_shape(ins, in, out);
+  GemmJitDesc d;
+  d.op = "matmul";
+  d.m = g.m;
+  d.n = g.n;
+  d.k = g.k;
+  d.trans_a = g.trans_a;
+  d.trans_b = g.trans_b;
+  d.batch = batch_of(out[0].shape);
+  d.a_batch = batch_of(in[0].shape);
+  d.b_batch = batch_of(in[1].shape);
+  return d;
+}
+
+// Enough for whichever kernel runs: the reference's packing blocks or the JIT's.
 size_t matmul_scratch(const Instruction& ins, const TensorType* in, const TensorType* out) {
-  return gemm_scratch_floats(gemm_shape(ins, in, out)) * sizeof(float);
+  return std::max(gemm_scratch_floats(gemm_shape(ins, in, out)) * sizeof(float),
+                  jit_gemm_scratch_bytes(jit_desc(ins, in, out)));
+}
+
+Result<std::shared_ptr<const JitKernel>> matmul_jit(const JitRequest& r, KernelCache& cache) {
+  return jit_gemm(jit_desc(r.ins, r.in, r.out), r.isa, cache);
 }
 
 void matmul_ref(const KernelArgs* k) {
@@ -93,6 +117,6 @@ Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad}; }
+OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad, matmul_jit}; }
 
 }  // namespace nnasm

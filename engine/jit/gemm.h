@@ -1,0 +1,48 @@
+// Generated GEMM and GEMV for MATMUL and LINEAR: C = op(A)·op(B) [+ bias row], row-major, fp32,
+// generated for the exact M, N, K, transposes, batch shapes and epilogue of one instruction.
+//
+// Three kernel shapes, chosen per instruction (engine/jit/gemm_plan.h says how):
+//   packed  B (or Bᵀ) is packed into NR-wide column panels in the scratch buffer, K blocked so a
+//           packed block stays in L2, and each MR-row panel of A (or Aᵀ) k-major so it stays in
+//           L1; a register-tiled MR×NR micro-kernel (AVX-512 up to 14×32, AVX2 up to 6×16)
+//           broadcasts A against B and writes C with a fused epilogue.
+//   gemv    up to 14 rows (AVX2: 5) and B not transposed: the same micro-kernel with MR = M and
+//           a wide NR, streaming B (row-major K×N) once, unpacked.
+//   dot     up to 8 rows and B transposed: rows of Bᵀ are dotted with up to 4 rows of A at a
+//           time, several rows of Bᵀ at once, and reduced horizontally.
+// Every kernel has the one calling convention: in[0] = A, in[1] = B, in[2] = bias (LINEAR),
+// out[0] = C, scratch = the buffer jit_gemm_scratch_bytes asked for. Results are bitwise
+// reproducible for a given ISA (the summation order is fixed by the generated code); they are not
+// bitwise equal to the reference.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/jit/cpu.h"
+#include "engine/jit/kernel.h"
+#include "engine/shape.h"
+#include "engine/status.h"
+
+namespace nnasm {
+
+struct GemmJitDesc {
+  std::string op;  // "matmul" or "linear": the kernel's name says which
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;  // A stored [K,M] / B stored [N,K]
+  bool bias = false;                      // add in[2] (f32[N]) to every row of C
+  // Batch dimensions of C and of the operands (numpy broadcasting, as MATMUL); rank 0 for none.
+  Shape batch, a_batch, b_batch;
+};
+
+// Scratch bytes the generated kernel for `d` needs on any ISA level (so that a scratch hook,
+// which does not know the level, can ask for enough). Thread-safe; does not allocate much.
+size_t jit_gemm_scratch_bytes(const GemmJitDesc& d);
+
+// The kernel for `d` on `isa` (AVX2 or AVX512), from `cache` or generated into it. A null kernel
+// when the case is not covered (an operand over 2 GiB, or isa REF); an error when generation
+// failed. Allocates; thread-safe (the cache locks).
+Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache);
+
+}  // namespace nnasm

@@ -1,0 +1,145 @@
+// The GEMM planner and the public entry points of engine/jit/gemm.h: what kernel shape, tile and
+// blocking an instruction gets, the cache descriptor, and the name. The code itself is written by
+// engine/jit/gemm_kernel.cpp.
+#include "engine/jit/gemm.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/jit/gemm_plan.h"
+
+namespace nnasm {
+namespace gemm {
+namespace {
+
+// K block: a packed B panel (KC×NR floats) and an A panel (MR×KC) are streamed per micro-kernel
+// call; KC·NC floats of packed B stay in L2 (1 MiB per core on the machines we tune for) while
+// every row panel of A passes over them.
+constexpr int64_t KC_MAX = 256;
+constexpr int64_t NC_MAX = 512;
+// Byte offsets are 32-bit displacements in the generated code.
+constexpr int64_t MAX_OPERAND_BYTES = (int64_t(1) << 31) - (int64_t(1) << 16);
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Row-major stride (in matrices) of batch axis `ax` of `s`, or 0 where the axis is missing or
+// broadcast (as BroadcastWalk).
+int64_t batch_stride(const Shape& s, int ax, int64_t out_dim) {
+  if (ax < 0 || (s.dims[ax] == 1 && out_dim != 1)) return 0;
+  return s.stride(ax);
+}
+
+}  // namespace
+
+bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
+  Plan p;
+  const bool avx512 = isa == Isa::AVX512;
+  p.isa = isa;
+  p.vlen = avx512 ? 16 : 8;
+  p.nregs = avx512 ? 32 : 16;
+  p.m = d.m;
+  p.n = d.n;
+  p.k = d.k;
+  p.ta = d.trans_a;
+  p.tb = d.trans_b;
+  p.bias = d.bias;
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
+
+  const int64_t a_mat = p.m * p.k * 4, b_mat = p.k * p.n * 4, c_mat = p.m * p.n * 4;
+  const int64_t batch = d.batch.numel();
+  if (a_mat > MAX_OPERAND_BYTES / d.a_batch.numel() || b_mat > MAX_OPERAND_BYTES / d.b_batch.numel() ||
+      c_mat > MAX_OPERAND_BYTES / batch)
+    return false;
+
+  // Batch loops, outermost first, without unit dimensions, with dimensions that step through
+  // memory alike merged.
+  const Shape &y = d.batch, &a = d.a_batch, &b = d.b_batch;
+  for (int i = 0; i < y.rank; ++i) {
+    if (y[i] == 1) continue;
+    BatchLoop l{y[i], batch_stride(a, i - (y.rank - a.rank), y[i]) * a_mat,
+                batch_stride(b, i - (y.rank - b.rank), y[i]) * b_mat, y.stride(i) * c_mat};
+    if (!p.loops.empty()) {
+      BatchLoop& o = p.loops.back();
+      if (o.a_step == l.a_step * l.count && o.b_step == l.b_step * l.count && o.c_step == l.c_step * l.count) {
+        o = BatchLoop{o.count * l.count, l.a_step, l.b_step, l.c_step};
+        continue;
+      }
+    }
+    p.loops.push_back(l);
+  }
+  // One B for a contiguous stack of row-major A: one taller product.
+  if (p.loops.size() == 1 && p.loops[0].b_step == 0 && p.loops[0].a_step == a_mat && !p.ta) {
+    p.m *= p.loops[0].count;
+    p.loops.clear();
+  }
+  p.a_rs = p.ta ? 4 : p.k * 4;
+  p.a_ks = p.ta ? p.m * 4 : 4;
+
+  const int gemv_max = avx512 ? 14 : 5;
+  if (!p.tb && p.m <= gemv_max) {
+    // Registers: accumulators, B vectors (when several rows share them), two broadcasts, and
+    // on AVX2 the tail mask.
+    auto regs = [&](int64_t mr, int nv) { return mr * nv + (mr > 1 ? nv : 0) + 2 + (avx512 ? 0 : 1); };
+    int nv_max = 1;
+    while (nv_max < 24 && regs(p.m, nv_max + 1) <= p.nregs) ++nv_max;
+    const int64_t vecs = ceil_div(p.n, p.vlen), chunks = ceil_div(vecs, nv_max);
+    p.mode = Mode::GEMV;
+    p.nvec = static_cast<int>(ceil_div(vecs, chunks));
+    p.mr_max = static_cast<int>(p.m);
+    p.kc = p.k;
+    p.nc = p.n;
+    // More rows than L1 ways: pack them.
+    p.pack_a = !p.ta && p.m > 8;
+    p.impl = fmt::format("gemv_m{}", p.m);
+  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS) {
+    p.mode = Mode::DOT;
+    p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
+    p.impl = fmt::format("dot_m{}", p.m);
+  } else {
+    p.mode = Mode::PACKED;
+    p.nvec = 2;
+    p.mr_max = avx512 ? 14 : 6;
+    p.kc = ceil_div(p.k, ceil_div(p.k, KC_MAX));
+    p.nc = ceil_div(ceil_div(p.n, ceil_div(p.n, NC_MAX)), p.nr()) * p.nr();
+    p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
+    p.pack_a = true;
+    p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
+  }
+  if (p.pack_a) {
+    p.ap_ks = ceil_div(p.mr_max, 8) * 32;
+    p.ap_offset = (p.scratch + 63) / 64 * 64;
+    p.scratch = p.ap_offset + static_cast<size_t>(p.kc * p.ap_ks);
+  }
+  *out = std::move(p);
+  return true;
+}
+
+}  // namespace gemm
+
+size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
+  size_t bytes = 0;
+  gemm::Plan p;
+  for (Isa isa : {Isa::AVX2, Isa::AVX512})
+    if (gemm::make_plan(d, isa, &p)) bytes = std::max(bytes, p.scratch);
+  return bytes;
+}
+
+Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache) {
+  gemm::Plan p;
+  if (isa == Isa::REF || !gemm::make_plan(d, isa, &p)) return std::shared_ptr<const JitKernel>();
+  const std::string key = fmt::format("gemm:{}:{}:m{}:n{}:k{}:ta{}:tb{}:bias{}:batch{}{}{}", d.op, isa_name(isa), d.m,
+                                      d.n, d.k, int(d.trans_a), int(d.trans_b), int(d.bias), d.batch.str(),
+                                      d.a_batch.str(), d.b_batch.str());
+  const std::string name = fmt::format("f32_{}__{}_{}", d.op, isa_name(isa), p.impl);
+  return cache.get(key, [&] {
+    // The largest kernel seen over a sweep of shapes (two row-panel heights, two K blocks, an N
+    // tail, Bᵀ packing) is 34 KB.
+    return build_kernel(name, size_t(1) << 17, [&](Xbyak::CodeGenerator& g) {
+      gemm::emit_gemm(g, p);
+      return Status::ok();
+    });
+  });
+}
+
+}  // namespace nnasm

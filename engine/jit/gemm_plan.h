@@ -1,0 +1,65 @@
+// How one GEMM is generated (internal to engine/jit/gemm*.cpp): the kernel shape (packed, gemv,
+// dot), the tile and the cache blocking, the batch loops, and the scratch it needs, decided from
+// the exact shapes at prepare time. Plain data, so that the decision can be tested and printed
+// apart from the code it leads to.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/jit/gemm.h"
+
+namespace Xbyak {
+class CodeGenerator;
+}
+
+namespace nnasm {
+namespace gemm {
+
+enum class Mode { PACKED, GEMV, DOT };
+
+// One batch loop of the generated kernel (outermost first): `count` iterations, each advancing
+// the A, B and C base pointers by these many bytes (0 along a broadcast dimension).
+struct BatchLoop {
+  int64_t count, a_step, b_step, c_step;
+};
+
+struct Plan {
+  Isa isa = Isa::AVX512;
+  int vlen = 16;   // floats per vector register
+  int nregs = 32;  // vector registers
+  Mode mode = Mode::PACKED;
+  // The product after folding batch dimensions into M where that is possible.
+  int64_t m = 0, n = 0, k = 0;
+  bool ta = false, tb = false, bias = false;
+  std::vector<BatchLoop> loops;
+  // A(i, p) lies at A + i·a_rs + p·a_ks bytes (row-major or transposed storage alike).
+  int64_t a_rs = 0, a_ks = 0;
+  // A is packed per row panel into k-major rows of ap_ks bytes (mr floats, padded) at
+  // scratch + ap_offset, so that the panel is contiguous and stays in L1 while the column panels
+  // pass: unpacked, its rows (or with transA its k rows) may all fall into one L1 set (a stride
+  // of 4 KiB).
+  bool pack_a = false;
+  int64_t ap_ks = 0;
+  size_t ap_offset = 0;
+  // PACKED and GEMV: a tile is up to mr_max rows × nvec vectors; NR = nvec·vlen columns.
+  int nvec = 0, mr_max = 0;
+  int64_t kc = 0, nc = 0;  // K block and N block (nc a multiple of NR)
+  // DOT: rows of A per pass over Bᵀ (passes balanced, at most DOT_ROWS rows each).
+  static constexpr int DOT_ROWS = 4;
+  size_t scratch = 0;  // bytes
+  std::string impl;    // the implementation part of the kernel name, e.g. "14x32"
+
+  int64_t nr() const { return int64_t(nvec) * vlen; }
+};
+
+// The plan for `d` on `isa` (AVX2 or AVX512). False when the case is not covered: an operand of
+// 2 GiB or more (the generated code addresses with 32-bit displacements).
+bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out);
+
+// Writes the kernel for `p` into `g` (engine/jit/gemm_kernel.cpp). Throws what xbyak throws.
+void emit_gemm(Xbyak::CodeGenerator& g, const Plan& p);
+
+}  // namespace gemm
+}  // namespace nnasm

@@ -1,0 +1,303 @@
+// The generated GEMM/GEMV/dot kernels of MATMUL and LINEAR against the reference kernels, at every
+// ISA level this machine has: sizes around the vector width, the tile and the K block, all four
+// transpose combinations, batches with broadcasting. Each case runs through Program + Executor
+// on a context with the JIT on (at one level) and on one with it off, and checks that the kernel
+// that ran is the generated one, that nothing was written past the output (guard band), that two
+// runs agree bitwise, and that the result matches: exactly for small-integer inputs (every
+// product and partial sum is then exact in fp32), within K·1e-6 of Σ|a·b| for real ones.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "engine/executor.h"
+#include "engine/jit/cpu.h"
+#include "isa/program.h"
+
+namespace nnasm {
+namespace {
+
+constexpr uint32_t GUARD = 0x7fa5a5a5u;  // a NaN payload no kernel computes
+
+std::vector<Isa> isa_levels() {
+  std::vector<Isa> v;
+  for (Isa i : {Isa::AVX2, Isa::AVX512})
+    if (i <= cpu_info().best) v.push_back(i);
+  return v;
+}
+
+Shape shape(std::vector<int64_t> d) {
+  Shape s;
+  s.rank = static_cast<int>(d.size());
+  for (int i = 0; i < s.rank; ++i) s.dims[i] = d[i];
+  return s;
+}
+
+struct Case {
+  Opcode op;
+  std::vector<Shape> in;
+  bool ta = false, tb = false;
+  int64_t k = 0;  // inner dimension, for the tolerance
+  std::string str() const {
+    std::string s = op == Opcode::MATMUL ? "MATMUL" : "LINEAR";
+    for (const Shape& x : in) s += " " + x.str();
+    if (ta) s += " transA";
+    if (tb) s += " transB";
+    return s;
+  }
+};
+
+Case matmul(std::vector<int64_t> a, std::vector<int64_t> b, bool ta, bool tb) {
+  const int64_t k = ta ? a[a.size() - 2] : a.back();
+  return Case{Opcode::MATMUL, {shape(a), shape(b)}, ta, tb, k};
+}
+Case linear(std::vector<int64_t> x, int64_t out) {
+  const int64_t k = x.back();
+  return Case{Opcode::LINEAR, {shape(x), shape({k, out}), shape({out})}, false, false, k};
+}
+
+struct Outcome {
+  std::string error;   // empty when it ran
+  std::string kernel;  // of the one instruction
+  std::vector<float> y, y_again;
+  bool guard_ok = true;
+};
+
+Outcome failed(const std::string& why) {
+  Outcome o;
+  o.error = why;
+  return o;
+}
+
+// Builds the one-instruction program on a context with `jit`, fills the inputs, the output and
+// its padding (with GUARD), runs twice.
+Outcome run(const Case& c, const std::vector<std::vector<float>>& inputs, JitConfig jit) {
+  Outcome o;
+  Context ctx;
+  ctx.set_jit(jit);
+  std::string log;
+  ctx.set_log([&](const std::string& m) { log += m + "\n"; });
+  Program p(ctx);
+  std::vector<TensorId> ids;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    TensorDesc d;
+    d.name = fmt::format("x{}", i);
+    d.type = TensorType{DType::F32, c.in[i]};
+    d.role = Role::INPUT;
+    Result<TensorId> id = p.declare(d);
+    if (!id) return failed(id.status().message());
+    ids.push_back(id.value());
+  }
+  Instruction ins = make_instruction(c.op, ids, {});
+  if (c.op == Opcode::MATMUL) {
+    Imm t;
+    t.type = ImmType::BOOL;
+    t.i = c.ta;
+    EXPECT_TRUE(set_imm(ins, "transA", t));
+    t.i = c.tb;
+    EXPECT_TRUE(set_imm(ins, "transB", t));
+  }
+  Result<std::vector<TensorId>> outs = p.append_new(ins);
+  if (!outs) return failed(outs.status().message());
+  p.mark_output(outs.value()[0]);
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  if (!ex) return failed(ex.status().message());
+  if (!log.empty()) return failed("engine log: " + log);
+  o.kernel = ex.value()->kernel_name(0);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::memcpy(ctx.at(ids[i]).f32(), inputs[i].data(), inputs[i].size() * 4);
+  Tensor& y = ctx.at(outs.value()[0]);
+  const size_t n = static_cast<size_t>(y.numel()), words = std::max<size_t>(16, (n + 15) / 16 * 16);
+  uint32_t* yw = static_cast<uint32_t*>(y.data.data());
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < words; ++i) yw[i] = GUARD;
+    ex.value()->run();
+    for (size_t i = n; i < words; ++i) o.guard_ok &= yw[i] == GUARD;
+    (pass ? o.y_again : o.y).assign(y.f32(), y.f32() + n);
+  }
+  return o;
+}
+
+std::vector<std::vector<float>> inputs_for(const Case& c, std::mt19937& rng, bool integers) {
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  std::vector<std::vector<float>> in;
+  for (const Shape& s : c.in) {
+    std::vector<float> v(static_cast<size_t>(s.numel()));
+    for (float& x : v) x = integers ? static_cast<float>(small(rng)) : real(rng);
+    in.push_back(std::move(v));
+  }
+  return in;
+}
+
+// The kernel name the plan should pick (engine/jit/gemm_plan.cpp): dot products for up to 8 rows
+// with transB, GEMV for a few rows without, the packed GEMM otherwise.
+std::string expected_kernel_prefix(const Case& c, Isa isa, int64_t rows) {
+  const std::string op = c.op == Opcode::MATMUL ? "matmul" : "linear";
+  const std::string pre = fmt::format("f32_{}__{}_", op, isa_name(isa));
+  const bool avx512 = isa == Isa::AVX512;
+  if (c.tb && rows <= 8) return pre + fmt::format("dot_m{}", rows);
+  if (!c.tb && rows <= (avx512 ? 14 : 5)) return pre + fmt::format("gemv_m{}", rows);
+  return pre + (avx512 ? "14x32" : "6x16");
+}
+
+// Runs `c` at `isa` and against the reference, with integer and with real inputs. `rows` is M
+// as the kernel sees it (batch folded in), for the kernel-name check; 0 skips that check.
+void check(const Case& c, Isa isa, int64_t rows, std::mt19937& rng) {
+  SCOPED_TRACE(fmt::format("{} on {}", c.str(), isa_name(isa)));
+  for (bool integers : {true, false}) {
+    const std::vector<std::vector<float>> in = inputs_for(c, rng, integers);
+    const Outcome jit = run(c, in, JitConfig{true, isa});
+    const Outcome ref = run(c, in, JitConfig{false, isa});
+    ASSERT_EQ(jit.error, "");
+    ASSERT_EQ(ref.error, "");
+    ASSERT_EQ(ref.kernel, "ref");
+    ASSERT_NE(jit.kernel, "ref");
+    if (rows) {
+      EXPECT_EQ(jit.kernel.rfind(expected_kernel_prefix(c, isa, rows), 0), 0u) << jit.kernel;
+    }
+    EXPECT_TRUE(jit.guard_ok) << "guard band overwritten";
+    ASSERT_EQ(jit.y.size(), ref.y.size());
+    EXPECT_EQ(std::memcmp(jit.y.data(), jit.y_again.data(), jit.y.size() * 4), 0) << "two runs differ";
+    std::vector<float> mag;
+    if (!integers) {
+      std::vector<std::vector<float>> abs_in = in;
+      for (auto& v : abs_in)
+        for (float& x : v) x = std::fabs(x);
+      mag = run(c, abs_in, JitConfig{false, isa}).y;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < jit.y.size(); ++i) {
+      const double tol = integers ? 0 : 1e-6 * static_cast<double>(c.k) * mag[i];
+      const bool ok = std::fabs(static_cast<double>(jit.y[i]) - ref.y[i]) <= tol;
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << fmt::format("{} inputs, element {}: got {}, reference {}", integers ? "integer" : "real", i,
+                                     jit.y[i], ref.y[i]);
+    }
+    if (bad) return;
+  }
+}
+
+const std::vector<int64_t> SIZES = {1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 33, 64, 65, 127, 200};
+
+// M × N over the size list, K walking through it too; every transpose combination.
+TEST(JitGemm, MatmulSizesAndTransposes) {
+  std::mt19937 rng(1);
+  for (Isa isa : isa_levels())
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      for (size_t i = 0; i < SIZES.size(); ++i)
+        for (size_t j = 0; j < SIZES.size(); ++j) {
+          const int64_t m = SIZES[i], n = SIZES[j], k = SIZES[(i + 2 * j + t) % SIZES.size()];
+          check(matmul(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                       tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, ta, tb),
+                isa, m, rng);
+          if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// K across the unroll, vector and K-block boundaries (the K block is 256).
+TEST(JitGemm, MatmulInnerDimensions) {
+  std::mt19937 rng(2);
+  std::vector<int64_t> ks = SIZES;
+  for (int64_t k : {8, 9, 255, 256, 257, 300, 520, 784}) ks.push_back(k);
+  for (Isa isa : isa_levels())
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      for (int64_t k : ks)
+        for (auto [m, n] : {std::pair<int64_t, int64_t>{1, 33}, {3, 17}, {20, 45}}) {
+          check(matmul(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                       tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, ta, tb),
+                isa, m, rng);
+          if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// Row counts around the GEMV/dot thresholds (AVX2: 5 / 8, AVX-512: 14 / 8) and the L1 ways
+// (GEMV packs more than 8 rows of A); wide N (several column chunks).
+TEST(JitGemm, FewRows) {
+  std::mt19937 rng(6);
+  const int64_t ns[] = {1, 17, 100, 300, 513}, ks[] = {1, 3, 9, 64, 129, 784};
+  for (Isa isa : isa_levels())
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      int c = 0;
+      for (int64_t m : {5, 6, 7, 8, 9, 12, 13, 14, 15})
+        for (int64_t n : ns) {
+          const int64_t k = ks[c++ % 6];
+          check(matmul(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                       tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, ta, tb),
+                isa, m, rng);
+          if (HasFatalFailure()) return;
+        }
+    }
+}
+
+// The MLP shapes (batch 1 and 64), and N over the 512-column block.
+TEST(JitGemm, LargeShapes) {
+  std::mt19937 rng(3);
+  for (Isa isa : isa_levels()) {
+    for (int64_t m : {1, 64}) {
+      check(linear({m, 784}, 256), isa, m, rng);
+      check(matmul({m, 784}, {784, 256}, false, false), isa, m, rng);
+      check(matmul({784, m}, {256, 784}, true, true), isa, m, rng);
+    }
+    check(matmul({64, 256}, {784, 256}, false, true), isa, 64, rng);  // dx of the first layer
+    check(matmul({64, 784}, {64, 256}, true, false), isa, 784, rng);  // its dW
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      check(matmul(ta ? std::vector<int64_t>{40, 21} : std::vector<int64_t>{21, 40},
+                   tb ? std::vector<int64_t>{1100, 40} : std::vector<int64_t>{40, 1100}, ta, tb),
+            isa, 21, rng);
+    }
+  }
+}
+
+TEST(JitGemm, LinearSizes) {
+  std::mt19937 rng(4);
+  for (Isa isa : isa_levels())
+    for (size_t i = 0; i < SIZES.size(); ++i)
+      for (size_t j = 0; j < SIZES.size(); j += 2) {
+        const int64_t m = SIZES[i], n = SIZES[j], k = SIZES[(i + j + 5) % SIZES.size()];
+        check(linear({m, k}, n), isa, m, rng);
+        if (HasFatalFailure()) return;
+      }
+  for (Isa isa : isa_levels()) check(linear({2, 3, 17}, 33), isa, 6, rng);  // rows = 2·3
+}
+
+// Batch dimensions: equal, broadcast on either side, broadcast against each other, folded into
+// M (one B under a stack of row-major A).
+TEST(JitGemm, BatchedMatmul) {
+  std::mt19937 rng(5);
+  for (Isa isa : isa_levels())
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      auto a = [&](std::vector<int64_t> batch, int64_t m, int64_t k) {
+        batch.push_back(ta ? k : m);
+        batch.push_back(ta ? m : k);
+        return batch;
+      };
+      auto b = [&](std::vector<int64_t> batch, int64_t k, int64_t n) {
+        batch.push_back(tb ? n : k);
+        batch.push_back(tb ? k : n);
+        return batch;
+      };
+      check(matmul(a({3}, 5, 7), b({3}, 7, 9), ta, tb), isa, 0, rng);
+      check(matmul(a({2, 3}, 17, 9), b({}, 9, 33), ta, tb), isa, 0, rng);
+      check(matmul(a({}, 4, 20), b({4}, 20, 3), ta, tb), isa, 4, rng);
+      check(matmul(a({2, 1}, 3, 16), b({1, 3}, 16, 40), ta, tb), isa, 3, rng);
+      check(matmul(a({2, 1, 4}, 2, 5), b({3, 1}, 5, 18), ta, tb), isa, 2, rng);
+      check(matmul(a({6}, 1, 31), b({1}, 31, 2), ta, tb), isa, 0, rng);
+      if (HasFatalFailure()) return;
+    }
+}
+
+}  // namespace
+}  // namespace nnasm
