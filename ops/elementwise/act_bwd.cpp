@@ -12,11 +12,18 @@
 // Immediates fn: enum, required; alpha: f32, the activation's own immediate (slope, alpha,
 //            threshold, beta), default 0.
 // Gradient   none (no second derivatives): autodiff reports it by name.
-// Kernels    reference loop; a JIT snippet per fn comes with the shared elementwise generator.
+// Kernels    reference loop; JIT: one snippet per fn for the shared elementwise generator,
+//            f32_act_bwd_<fn>__avx2 / __avx512. relu, leakyrelu, clipped_relu and abs are bitwise
+//            equal to the reference; the others use engine/jit/vmath.h (gelu_tanh as
+//            s + x·s(1 − s)·(2k + 6kc·x²) with s = sigmoid(2u), the same derivative without the
+//            cancellation of 1 − tanh²), within the tolerances of tests/jit_elementwise_test.cpp.
 // Notes      at a kink the derivative is the left/zero one, as PyTorch: relu'(0) = 0.
 //            A fused op pays here: the composition from forward ops takes 3–6 passes.
+#include <cfloat>
 #include <cmath>
 
+#include "engine/jit/elementwise.h"
+#include "engine/jit/vmath.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -98,8 +105,165 @@ Status act_bwd_shape(const Instruction& ins, const std::vector<TensorType>& in, 
   return Status::ok();
 }
 
+// ---- JIT: dx = dy·f'(x), dy = s[0], x = s[1]; dx may be dy's register, so it is written last ----
+using Xbyak::Xmm;
+using Regs = std::vector<Xmm>;
+
+// dx = isnan(x) ? x : dy·d, for the derivatives made of compares (which lose x's NaN).
+void times_dy_keep_nan(VecGen& v, const Xmm& dx, const Regs& s, const Xmm& d, const Xmm& mask_tmp) {
+  v.g.vmulps(d, s[0], d);
+  const VMask nan = v.mask(1, mask_tmp);
+  v.cmp(nan, s[1], s[1], VecGen::CMP_UNORD);
+  v.blend(dx, nan, d, s[1]);
+}
+
+// d = 1 where lo < x (and x < hi, if given), else 0.
+void indicator(VecGen& v, const Xmm& d, const Xmm& x, float lo, const float* hi, const Regs& t) {
+  const VMask m = v.mask(0, t[0]);
+  v.cmp(m, x, v.cst(lo), VecGen::CMP_GT);
+  if (hi) {
+    if (v.avx512()) {
+      v.g.vcmpps(m.k | m.k, x, v.cst(*hi), VecGen::CMP_LT);
+    } else {
+      v.g.vcmpps(t[1], x, v.cst(*hi), VecGen::CMP_LT);
+      v.g.vandps(t[0], t[0], t[1]);
+    }
+  }
+  v.g.vmovups(d, v.cst(1.f));
+  v.keep(d, m, d);
+}
+
+struct ActJit {
+  int n_tmp;
+  Snippet body;
+};
+
+ActJit act_jit(Act fn, float a) {
+  switch (fn) {
+    case Act::RELU:
+      return {3, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                indicator(v, t[2], s[1], 0.f, nullptr, t);
+                times_dy_keep_nan(v, dx, s, t[2], t[0]);
+              }};
+    case Act::LEAKYRELU:
+      return {2, [a](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                const VMask pos = v.mask(0, t[0]);
+                v.cmp(pos, s[1], v.cst(0.f), VecGen::CMP_GT);
+                v.g.vmovups(t[1], v.cst(a));
+                v.move_if(t[1], pos, v.cst(1.f));
+                times_dy_keep_nan(v, dx, s, t[1], t[0]);
+              }};
+    case Act::ELU:
+      return {4, [a](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                vmath::exp(v, t[1], s[1], {t[2], t[3]});  // NaN x gives NaN here
+                v.g.vmulps(t[1], t[1], v.cst(a));
+                const VMask pos = v.mask(0, t[0]);
+                v.cmp(pos, s[1], v.cst(0.f), VecGen::CMP_GT);
+                v.move_if(t[1], pos, v.cst(1.f));
+                v.g.vmulps(dx, s[0], t[1]);
+              }};
+    case Act::CLIPPED_RELU:
+      return {3, [a](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                indicator(v, t[2], s[1], 0.f, &a, t);
+                times_dy_keep_nan(v, dx, s, t[2], t[0]);
+              }};
+    case Act::SIGMOID:
+      return {1 + vmath::SIGMOID_TMPS, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                vmath::sigmoid(v, t[0], s[1], {t[1], t[2], t[3]});
+                v.g.vmovups(t[1], v.cst(1.f));
+                v.g.vsubps(t[1], t[1], t[0]);
+                v.g.vmulps(t[0], t[0], t[1]);
+                v.g.vmulps(dx, s[0], t[0]);
+              }};
+    case Act::TANH:
+      return {1 + vmath::TANH_TMPS, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                vmath::tanh(v, t[0], s[1], {t[1], t[2], t[3], t[4]});
+                v.g.vmovups(t[1], v.cst(1.f));
+                v.g.vfnmadd231ps(t[1], t[0], t[0]);
+                v.g.vmulps(dx, s[0], t[1]);
+              }};
+    case Act::GELU:
+      // Φ(x) + x·φ(x); φ from e^(−x²/2) with x² split exactly (as in vmath::normal_cdf).
+      return {6, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                vmath::normal_cdf(v, t[0], s[1], {t[1], t[2], t[3], t[4], t[5]});
+                v.g.vmaxps(t[1], s[1], v.cst(-15.f));  // beyond, φ underflows; no inf·0
+                v.g.vminps(t[1], t[1], v.cst(15.f));
+                v.g.vmulps(t[2], t[1], t[1]);
+                v.g.vmovaps(t[3], t[2]);
+                v.g.vfmsub231ps(t[3], t[1], t[1]);
+                v.g.vmulps(t[2], t[2], v.cst(-0.5f));
+                v.g.vmulps(t[3], t[3], v.cst(-0.5f));
+                vmath::exp_sum(v, t[2], t[2], t[3], {t[4], t[5]});
+                v.g.vmulps(t[2], t[2], v.cst(0.3989422804014327f));
+                v.g.vfmadd231ps(t[0], t[1], t[2]);
+                v.g.vmulps(dx, s[0], t[0]);
+              }};
+    case Act::GELU_TANH:
+      return {5, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                const double k = vmath::GELU_TANH_K, c = vmath::GELU_TANH_C;
+                const Xmm& x = s[1];
+                v.g.vmulps(t[0], x, x);
+                v.g.vmovups(t[1], v.cst(static_cast<float>(2 * k)));
+                v.g.vfmadd231ps(t[1], t[0], v.cst(static_cast<float>(2 * k * c)));
+                v.g.vmulps(t[1], t[1], x);  // 2u
+                vmath::sigmoid(v, t[1], t[1], {t[2], t[3], t[4]});
+                // x clamped so that x², x·0 stay finite where s(1 − s) is 0; s carries a NaN x.
+                v.g.vmaxps(t[0], x, v.cst(-1e4f));
+                v.g.vminps(t[0], t[0], v.cst(1e4f));
+                v.g.vmovups(t[2], v.cst(1.f));
+                v.g.vsubps(t[2], t[2], t[1]);
+                v.g.vmulps(t[2], t[2], t[1]);
+                v.g.vmulps(t[3], t[0], t[0]);
+                v.g.vmovups(t[4], v.cst(static_cast<float>(2 * k)));
+                v.g.vfmadd231ps(t[4], t[3], v.cst(static_cast<float>(6 * k * c)));
+                v.g.vmulps(t[2], t[2], t[4]);
+                v.g.vfmadd231ps(t[1], t[0], t[2]);
+                v.g.vmulps(dx, s[0], t[1]);
+              }};
+    case Act::SWISH:
+      return {2 + vmath::SIGMOID_TMPS, [a](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                v.g.vmulps(t[1], s[1], v.cst(a));
+                vmath::sigmoid(v, t[1], t[1], {t[2], t[3], t[4]});
+                v.g.vmulps(t[0], s[1], v.cst(a));
+                v.g.vmaxps(t[0], t[0], v.cst(-FLT_MAX));  // a·x = ±inf: s(1 − s) = 0, no inf·0
+                v.g.vminps(t[0], t[0], v.cst(FLT_MAX));
+                v.g.vmovups(t[2], v.cst(1.f));
+                v.g.vsubps(t[2], t[2], t[1]);
+                v.g.vmulps(t[2], t[2], t[1]);
+                v.g.vfmadd231ps(t[1], t[0], t[2]);
+                v.g.vmulps(dx, s[0], t[1]);
+              }};
+    case Act::ABS:
+      // ±1 by x's sign, 0 at ±0.
+      return {2, [](VecGen& v, const Xmm& dx, const Regs& s, const Regs& t) {
+                v.g.vandps(t[1], s[1], v.cst_bits(0x80000000u));
+                v.g.vorps(t[1], t[1], v.cst(1.f));
+                const VMask nz = v.mask(0, t[0]);
+                v.cmp(nz, s[1], v.cst(0.f), VecGen::CMP_NEQ_UQ);
+                v.keep(t[1], nz, t[1]);
+                times_dy_keep_nan(v, dx, s, t[1], t[0]);
+              }};
+  }
+  return {0, nullptr};
+}
+
+const char* act_name(Act fn) {
+  static const char* names[] = {"relu", "leakyrelu", "elu", "clipped_relu", "sigmoid",
+                                "tanh", "gelu",      "gelu_tanh", "swish", "abs"};
+  return names[static_cast<int>(fn)];
+}
+
+Result<KernelRef> act_bwd_jit(const JitRequest& r, KernelCache& cache) {
+  const int64_t fn_index = r.ins.i(FN);
+  if (fn_index < 0 || fn_index > static_cast<int64_t>(Act::ABS)) return KernelRef();
+  const Act fn = static_cast<Act>(fn_index);
+  const float a = static_cast<float>(r.ins.f(ALPHA));
+  ActJit j = act_jit(fn, a);
+  return binary_jit(r, cache, fmt::format("act_bwd_{}", act_name(fn)), fmt::format("alpha={}", a), j.n_tmp, j.body);
+}
+
 }  // namespace
 
-OpHooks op_hooks_ACT_BWD() { return {act_bwd_shape, act_bwd_ref}; }
+OpHooks op_hooks_ACT_BWD() { return {act_bwd_shape, act_bwd_ref, nullptr, nullptr, act_bwd_jit}; }
 
 }  // namespace nnasm

@@ -10,10 +10,15 @@
 // Gradient   ADD: alpha·dy, beta·dy. SUB: dy, −dy. MUL: dy·b, dy·a. DIV: dy/b, −(dy/b)·y.
 //            MAXIMUM/MINIMUM: dy goes to the winning side (to a on ties), by a STEP mask.
 //            Each gradient is summed over the dimensions its input was broadcast along.
-// Kernels    reference loop here; JIT comes with the shared elementwise generator.
+// Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
+//            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
+//            one side a single element (_ascalar/_bscalar), a bias row ([n] with [m, n]: _arow/
+//            _brow), a per-row value ([m, 1] with [m, n]: _acol/_bcol). Other broadcasts run the
+//            reference.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
 
+#include "engine/jit/elementwise.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/op.h"
 
@@ -106,16 +111,63 @@ Status g_extremum(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx d
   return reduce_back(b, ins, need, da, need[1] ? b.emit(Opcode::SUB, {dy[0], da}) : NO_TENSOR, dx);
 }
 
+// ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
+using Xbyak::Xmm;
+using Regs = std::vector<Xmm>;
+using J = Result<KernelRef>;
+
+J j_add(const JitRequest& r, KernelCache& c) {
+  const float alpha = static_cast<float>(r.ins.f(0)), beta = static_cast<float>(r.ins.f(1));
+  // The reference's alpha·a + beta·b; a product by 1 is exact, so it is left out.
+  return binary_jit(r, c, "add", fmt::format("alpha={},beta={}", alpha, beta), 2,
+                    [alpha, beta](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+                      Xmm a = s[0], b = s[1];
+                      if (alpha != 1.f) {
+                        v.g.vmulps(t[0], a, v.cst(alpha));
+                        a = t[0];
+                      }
+                      if (beta != 1.f) {
+                        v.g.vmulps(t[1], b, v.cst(beta));
+                        b = t[1];
+                      }
+                      v.g.vaddps(y, a, b);
+                    });
+}
+J j_sub(const JitRequest& r, KernelCache& c) {
+  return binary_jit(r, c, "sub", "", 0,
+                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vsubps(y, s[0], s[1]); });
+}
+J j_mul(const JitRequest& r, KernelCache& c) {
+  return binary_jit(r, c, "mul", "", 0,
+                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vmulps(y, s[0], s[1]); });
+}
+J j_div(const JitRequest& r, KernelCache& c) {
+  return binary_jit(r, c, "div", "", 0,
+                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vdivps(y, s[0], s[1]); });
+}
+// vmaxps/vminps give (a > b ? a : b) / (a < b ? a : b), b when either is NaN: the reference's
+// choice except for a NaN a, put back by a blend.
+template <bool MAX>
+J j_extremum(const JitRequest& r, KernelCache& c) {
+  return binary_jit(r, c, MAX ? "maximum" : "minimum", "", 2, [](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+    if (MAX) v.g.vmaxps(t[0], s[0], s[1]);
+    else v.g.vminps(t[0], s[0], s[1]);
+    const VMask nan = v.mask(0, t[1]);
+    v.cmp(nan, s[0], s[0], VecGen::CMP_UNORD);
+    v.blend(y, nan, t[0], s[0]);
+  });
+}
+
 }  // namespace
 
-#define BINARY_OP(NAME, FN, GRAD) \
-  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD}; }
-BINARY_OP(ADD, f_add, g_add)
-BINARY_OP(SUB, f_sub, g_sub)
-BINARY_OP(MUL, f_mul, g_mul)
-BINARY_OP(DIV, f_div, g_div)
-BINARY_OP(MAXIMUM, f_maximum, g_extremum<true>)
-BINARY_OP(MINIMUM, f_minimum, g_extremum<false>)
+#define BINARY_OP(NAME, FN, GRAD, JIT) \
+  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD, JIT}; }
+BINARY_OP(ADD, f_add, g_add, j_add)
+BINARY_OP(SUB, f_sub, g_sub, j_sub)
+BINARY_OP(MUL, f_mul, g_mul, j_mul)
+BINARY_OP(DIV, f_div, g_div, j_div)
+BINARY_OP(MAXIMUM, f_maximum, g_extremum<true>, j_extremum<true>)
+BINARY_OP(MINIMUM, f_minimum, g_extremum<false>, j_extremum<false>)
 #undef BINARY_OP
 
 }  // namespace nnasm

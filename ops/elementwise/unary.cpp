@@ -17,10 +17,17 @@
 // Outputs    y: f32, x's shape.
 // Gradient   SCALE: alpha·dy. NEG: −dy. EXP: dy·y. LOG: dy/x. SQRT: ½dy/y. SQUARE: 2x·dy. The
 //            activations and ABS: one fused ACT_BWD (dy·f'(x)). STEP: zero (no gradient flows).
-// Kernels    reference loop here; JIT snippets come with the shared elementwise generator.
+// Kernels    reference loop here. JIT: one register snippet per op for the shared elementwise
+//            generator (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512. SCALE, NEG, SQRT, ABS,
+//            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU and STEP are bitwise equal to the reference; EXP,
+//            LOG, ELU, SIGMOID, TANH, GELU and SWISH use engine/jit/vmath.h and differ from it by
+//            the bounds documented there.
 // Notes      NaN in gives NaN out for every op, RELU and CLIPPED_RELU included (as PyTorch).
+#include <cfloat>
 #include <cmath>
 
+#include "engine/jit/elementwise.h"
+#include "engine/jit/vmath.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -122,26 +129,138 @@ Status g_act(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   return b.status();
 }
 
+// ---- JIT snippets: y = f(x[0]); t are scratch registers (see engine/jit/elementwise.h) ----
+using Xbyak::Xmm;
+using Regs = std::vector<Xmm>;
+using J = Result<KernelRef>;
+
+float imm0(const JitRequest& r) { return static_cast<float>(r.ins.f(0)); }
+
+J j_scale(const JitRequest& r, KernelCache& c) {
+  const float a = imm0(r);
+  return unary_jit(r, c, "scale", fmt::format("alpha={}", a), 0,
+                   [a](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], v.cst(a)); });
+}
+J j_neg(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "neg", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) {
+    v.g.vxorps(y, x[0], v.cst_bits(0x80000000u));
+  });
+}
+J j_exp(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "exp", "", vmath::EXP_TMPS,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::exp(v, y, x[0], t); });
+}
+J j_log(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "log", "", vmath::LOG_TMPS,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::log(v, y, x[0], t); });
+}
+J j_sqrt(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "sqrt", "", 0,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vsqrtps(y, x[0]); });
+}
+J j_abs(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "abs", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) {
+    v.g.vandps(y, x[0], v.cst_bits(0x7fffffffu));
+  });
+}
+J j_square(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "square", "", 0,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], x[0]); });
+}
+J j_relu(const JitRequest& r, KernelCache& c) {
+  // Keep x where x > 0 or x is NaN; +0 elsewhere (−0 included, as the reference).
+  return unary_jit(r, c, "relu", "", 1, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+    const VMask m = v.mask(0, t[0]);
+    v.cmp(m, x[0], v.cst(0.f), VecGen::CMP_NLE_UQ);
+    v.keep(y, m, x[0]);
+  });
+}
+J j_leakyrelu(const JitRequest& r, KernelCache& c) {
+  const float slope = imm0(r);
+  return unary_jit(r, c, "leakyrelu", fmt::format("slope={}", slope), 2,
+                   [slope](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+                     v.g.vmulps(t[0], x[0], v.cst(slope));
+                     const VMask pos = v.mask(0, t[1]);
+                     v.cmp(pos, x[0], v.cst(0.f), VecGen::CMP_GT);
+                     v.blend(y, pos, t[0], x[0]);
+                   });
+}
+J j_elu(const JitRequest& r, KernelCache& c) {
+  const float alpha = imm0(r);
+  return unary_jit(r, c, "elu", fmt::format("alpha={}", alpha), 1 + vmath::EXPM1_TMPS,
+                   [alpha](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+                     vmath::expm1(v, t[0], x[0], {t[1], t[2], t[3], t[4]});
+                     v.g.vmulps(t[0], t[0], v.cst(alpha));
+                     const VMask pos = v.mask(0, t[1]);
+                     v.cmp(pos, x[0], v.cst(0.f), VecGen::CMP_GT);
+                     v.blend(y, pos, t[0], x[0]);
+                   });
+}
+J j_clipped_relu(const JitRequest& r, KernelCache& c) {
+  const float thr = imm0(r);
+  return unary_jit(r, c, "clipped_relu", fmt::format("threshold={}", thr), 2,
+                   [thr](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+                     v.g.vmaxps(t[0], x[0], v.cst(0.f));  // −0 → +0, NaN → 0 (put back below)
+                     v.g.vminps(t[0], t[0], v.cst(thr));
+                     const VMask nan = v.mask(0, t[1]);
+                     v.cmp(nan, x[0], x[0], VecGen::CMP_UNORD);
+                     v.blend(y, nan, t[0], x[0]);
+                   });
+}
+J j_sigmoid(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "sigmoid", "", vmath::SIGMOID_TMPS,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::sigmoid(v, y, x[0], t); });
+}
+J j_tanh(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "tanh", "", vmath::TANH_TMPS,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::tanh(v, y, x[0], t); });
+}
+J j_gelu(const JitRequest& r, KernelCache& c) {
+  if (r.ins.i(0) == 1)
+    return unary_jit(r, c, "gelu_tanh", "", vmath::GELU_TANH_TMPS,
+                     [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::gelu_tanh(v, y, x[0], t); });
+  return unary_jit(r, c, "gelu", "", vmath::GELU_TMPS,
+                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::gelu(v, y, x[0], t); });
+}
+J j_swish(const JitRequest& r, KernelCache& c) {
+  const float beta = imm0(r);
+  return unary_jit(r, c, "swish", fmt::format("beta={}", beta), 1 + vmath::SIGMOID_TMPS,
+                   [beta](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+                     v.g.vmulps(t[0], x[0], v.cst(beta));
+                     vmath::sigmoid(v, t[0], t[0], {t[1], t[2], t[3]});
+                     v.g.vmaxps(t[1], x[0], v.cst(-FLT_MAX));  // x = −inf gives −0, not −inf·0
+                     v.g.vmulps(y, t[1], t[0]);
+                   });
+}
+J j_step(const JitRequest& r, KernelCache& c) {
+  return unary_jit(r, c, "step", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+    const VMask m = v.mask(0, t[0]);
+    v.cmp(m, x[0], v.cst(0.f), VecGen::CMP_GE);
+    v.g.vmovups(t[1], v.cst(1.f));
+    v.keep(y, m, t[1]);
+  });
+}
+
 }  // namespace
 
-#define UNARY_OP(NAME, FN, GRAD) \
-  OpHooks op_hooks_##NAME() { return {unary_shape, unary_ref<FN>, nullptr, GRAD}; }
-UNARY_OP(SCALE, f_scale, g_scale)
-UNARY_OP(NEG, f_neg, g_neg)
-UNARY_OP(EXP, f_exp, g_exp)
-UNARY_OP(LOG, f_log, g_log)
-UNARY_OP(SQRT, f_sqrt, g_sqrt)
-UNARY_OP(ABS, f_abs, g_act<Act::ABS>)
-UNARY_OP(SQUARE, f_square, g_square)
-UNARY_OP(RELU, f_relu, g_act<Act::RELU>)
-UNARY_OP(LEAKYRELU, f_leakyrelu, g_act<Act::LEAKYRELU>)
-UNARY_OP(ELU, f_elu, g_act<Act::ELU>)
-UNARY_OP(CLIPPED_RELU, f_clipped_relu, g_act<Act::CLIPPED_RELU>)
-UNARY_OP(SIGMOID, f_sigmoid, g_act<Act::SIGMOID>)
-UNARY_OP(TANH, f_tanh, g_act<Act::TANH>)
-UNARY_OP(GELU, f_gelu, g_act<Act::GELU>)
-UNARY_OP(SWISH, f_swish, g_act<Act::SWISH>)
-UNARY_OP(STEP, f_step, no_gradient)
+#define UNARY_OP(NAME, FN, GRAD, JIT) \
+  OpHooks op_hooks_##NAME() { return {unary_shape, unary_ref<FN>, nullptr, GRAD, JIT}; }
+UNARY_OP(SCALE, f_scale, g_scale, j_scale)
+UNARY_OP(NEG, f_neg, g_neg, j_neg)
+UNARY_OP(EXP, f_exp, g_exp, j_exp)
+UNARY_OP(LOG, f_log, g_log, j_log)
+UNARY_OP(SQRT, f_sqrt, g_sqrt, j_sqrt)
+UNARY_OP(ABS, f_abs, g_act<Act::ABS>, j_abs)
+UNARY_OP(SQUARE, f_square, g_square, j_square)
+UNARY_OP(RELU, f_relu, g_act<Act::RELU>, j_relu)
+UNARY_OP(LEAKYRELU, f_leakyrelu, g_act<Act::LEAKYRELU>, j_leakyrelu)
+UNARY_OP(ELU, f_elu, g_act<Act::ELU>, j_elu)
+UNARY_OP(CLIPPED_RELU, f_clipped_relu, g_act<Act::CLIPPED_RELU>, j_clipped_relu)
+UNARY_OP(SIGMOID, f_sigmoid, g_act<Act::SIGMOID>, j_sigmoid)
+UNARY_OP(TANH, f_tanh, g_act<Act::TANH>, j_tanh)
+UNARY_OP(GELU, f_gelu, g_act<Act::GELU>, j_gelu)
+UNARY_OP(SWISH, f_swish, g_act<Act::SWISH>, j_swish)
+UNARY_OP(STEP, f_step, no_gradient, j_step)
 #undef UNARY_OP
 
 }  // namespace nnasm

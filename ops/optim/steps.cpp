@@ -13,9 +13,14 @@
 //            g and the state match w; lr and t are f32[] (t already advanced: 1 on the first step).
 // Outputs    SGD: w, v. ADAM/ADAMW: w, m, v. RMSPROP: w, s — the inputs, updated in place.
 // Gradient   none: update instructions are never differentiated.
-// Kernels    reference: one pass over the weight; a fused JIT loop comes with the JIT issue.
+// Kernels    reference: one pass over the weight. JIT: the same pass as one multi-input,
+//            multi-output elementwise kernel (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512,
+//            with the reference's operations in the reference's order, so bitwise equal to it.
+//            ADAM/ADAMW get lr, the bias corrections 1 − βᵗ (in double, as the reference) and lr·λ
+//            from a host function the kernel calls once per run.
 #include <cmath>
 
+#include "engine/jit/elementwise.h"
 #include "ops/optim/optim_common.h"
 
 namespace nnasm {
@@ -96,11 +101,133 @@ void rmsprop_ref(const KernelArgs* k) {
   }
 }
 
+// ---- JIT: src = the inputs (then host scalars), dst = the updated operands; dst[0] is w's
+// register, so it is written last ----
+using Xbyak::CodeGenerator;
+using Xbyak::Xmm;
+using Regs = std::vector<Xmm>;
+
+Result<KernelRef> optim_kernel(const JitRequest& r, KernelCache& cache, EwSpec s) {
+  const int64_t n = r.in[0].shape.numel();
+  if (n <= 0) return KernelRef();
+  s.isa = r.isa;
+  s.inner = n;
+  return elementwise_kernel(s, cache);
+}
+
+Result<KernelRef> sgd_jit(const JitRequest& r, KernelCache& cache) {
+  const float mu = static_cast<float>(r.ins.f(SGD_MOMENTUM)), wd = static_cast<float>(r.ins.f(SGD_DECAY));
+  const bool nesterov = r.ins.i(SGD_NESTEROV);
+  EwSpec s;
+  s.op = "sgd";
+  s.imms = fmt::format("momentum={},nesterov={},weight_decay={}", mu, nesterov, wd);
+  s.in = {Feed::STREAM, Feed::STREAM, Feed::STREAM, Feed::SCALAR};  // w, g, v, lr
+  s.n_out = 2;                                                       // w, v
+  s.n_tmp = 2;
+  s.body = [mu, wd, nesterov](VecGen& v, const Regs& d, const Regs& x, const Regs& t) {
+    CodeGenerator& g = v.g;
+    g.vmulps(t[0], x[0], v.cst(wd));
+    g.vaddps(t[0], x[1], t[0]);  // g' = g + λw
+    g.vmulps(d[1], x[2], v.cst(mu));
+    g.vaddps(d[1], d[1], t[0]);  // v = μv + g'
+    Xmm step = d[1];
+    if (nesterov) {
+      g.vmulps(t[1], d[1], v.cst(mu));
+      g.vaddps(t[1], t[0], t[1]);
+      step = t[1];
+    }
+    g.vmulps(t[1], x[3], step);
+    g.vsubps(d[0], x[0], t[1]);
+  };
+  return optim_kernel(r, cache, s);
+}
+
+// lr, 1 − β₁ᵗ, 1 − β₂ᵗ and lr·λ, computed as adam_ref does.
+void adam_host(const KernelArgs* k, float* out) {
+  const double b1 = k->ins->f(ADAM_BETA1), b2 = k->ins->f(ADAM_BETA2);
+  const float lr = *in_f(k, 4), wd = static_cast<float>(k->ins->f(ADAM_DECAY));
+  const double t = *in_f(k, 5);
+  out[0] = lr;
+  out[1] = static_cast<float>(1 - std::pow(b1, t));
+  out[2] = static_cast<float>(1 - std::pow(b2, t));
+  out[3] = lr * wd;
+}
+
+template <bool DECOUPLED>
+Result<KernelRef> adam_jit(const JitRequest& r, KernelCache& cache) {
+  const float b1 = static_cast<float>(r.ins.f(ADAM_BETA1)), b2 = static_cast<float>(r.ins.f(ADAM_BETA2));
+  const float eps = static_cast<float>(r.ins.f(ADAM_EPS)), wd = static_cast<float>(r.ins.f(ADAM_DECAY));
+  EwSpec s;
+  s.op = DECOUPLED ? "adamw" : "adam";
+  s.imms = fmt::format("beta1={},beta2={},eps={},weight_decay={}", b1, b2, eps, wd);
+  // w, g, m, v, lr, t; lr and t reach the body through the host scalars.
+  s.in = {Feed::STREAM, Feed::STREAM, Feed::STREAM, Feed::STREAM, Feed::NONE, Feed::NONE};
+  s.n_out = 3;  // w, m, v
+  s.n_tmp = 4;
+  s.host = adam_host;
+  s.n_host = 4;
+  s.body = [b1, b2, eps, wd](VecGen& v, const Regs& d, const Regs& x, const Regs& t) {
+    // x: w, g, m, v, -, -, lr, 1 − β₁ᵗ, 1 − β₂ᵗ, lr·λ.  t0: g', t1: w after decay, t2, t3: scratch
+    CodeGenerator& g = v.g;
+    Xmm gi = x[1], w = x[0];
+    if (DECOUPLED) {
+      g.vmulps(t[1], x[9], x[0]);
+      g.vsubps(t[1], x[0], t[1]);  // w −= lr·λ·w
+      w = t[1];
+    } else {
+      g.vmulps(t[0], x[0], v.cst(wd));
+      g.vaddps(t[0], x[1], t[0]);  // g' = g + λw
+      gi = t[0];
+    }
+    g.vmulps(d[1], x[2], v.cst(b1));
+    g.vmulps(t[2], gi, v.cst(1 - b1));
+    g.vaddps(d[1], d[1], t[2]);  // m = β₁m + (1 − β₁)g'
+    g.vmulps(d[2], x[3], v.cst(b2));
+    g.vmulps(t[2], gi, v.cst(1 - b2));
+    g.vmulps(t[2], t[2], gi);
+    g.vaddps(d[2], d[2], t[2]);  // v = β₂v + (1 − β₂)g'²
+    g.vdivps(t[2], d[1], x[7]);
+    g.vmulps(t[2], x[6], t[2]);  // lr·(m/c₁)
+    g.vdivps(t[3], d[2], x[8]);
+    g.vsqrtps(t[3], t[3]);
+    g.vaddps(t[3], t[3], v.cst(eps));
+    g.vdivps(t[2], t[2], t[3]);
+    g.vsubps(d[0], w, t[2]);
+  };
+  return optim_kernel(r, cache, s);
+}
+
+Result<KernelRef> rmsprop_jit(const JitRequest& r, KernelCache& cache) {
+  const float a = static_cast<float>(r.ins.f(RMS_ALPHA)), eps = static_cast<float>(r.ins.f(RMS_EPS));
+  const float wd = static_cast<float>(r.ins.f(RMS_DECAY));
+  EwSpec s;
+  s.op = "rmsprop";
+  s.imms = fmt::format("alpha={},eps={},weight_decay={}", a, eps, wd);
+  s.in = {Feed::STREAM, Feed::STREAM, Feed::STREAM, Feed::SCALAR};  // w, g, s, lr
+  s.n_out = 2;                                                       // w, s
+  s.n_tmp = 2;
+  s.body = [a, eps, wd](VecGen& v, const Regs& d, const Regs& x, const Regs& t) {
+    CodeGenerator& g = v.g;
+    g.vmulps(t[0], x[0], v.cst(wd));
+    g.vaddps(t[0], x[1], t[0]);  // g' = g + λw
+    g.vmulps(d[1], x[2], v.cst(a));
+    g.vmulps(t[1], t[0], v.cst(1 - a));
+    g.vmulps(t[1], t[1], t[0]);
+    g.vaddps(d[1], d[1], t[1]);  // s = αs + (1 − α)g'²
+    g.vmulps(t[0], x[3], t[0]);  // lr·g'
+    g.vsqrtps(t[1], d[1]);
+    g.vaddps(t[1], t[1], v.cst(eps));
+    g.vdivps(t[0], t[0], t[1]);
+    g.vsubps(d[0], x[0], t[0]);
+  };
+  return optim_kernel(r, cache, s);
+}
+
 }  // namespace
 
-OpHooks op_hooks_SGD() { return {sgd_shape, sgd_ref}; }
-OpHooks op_hooks_ADAM() { return {adam_shape, adam_ref<false>}; }
-OpHooks op_hooks_ADAMW() { return {adam_shape, adam_ref<true>}; }
-OpHooks op_hooks_RMSPROP() { return {rmsprop_shape, rmsprop_ref}; }
+OpHooks op_hooks_SGD() { return {sgd_shape, sgd_ref, nullptr, nullptr, sgd_jit}; }
+OpHooks op_hooks_ADAM() { return {adam_shape, adam_ref<false>, nullptr, nullptr, adam_jit<false>}; }
+OpHooks op_hooks_ADAMW() { return {adam_shape, adam_ref<true>, nullptr, nullptr, adam_jit<true>}; }
+OpHooks op_hooks_RMSPROP() { return {rmsprop_shape, rmsprop_ref, nullptr, nullptr, rmsprop_jit}; }
 
 }  // namespace nnasm

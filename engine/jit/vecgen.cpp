@@ -1,0 +1,105 @@
+// VecGen: register naming, the constant pool, tails and masks for AVX2 and AVX-512.
+#include "engine/jit/vecgen.h"
+
+#include <cstring>
+
+namespace nnasm {
+
+using namespace Xbyak;
+
+VecGen::VecGen(CodeGenerator& gen, Isa isa) : g(gen), isa_(isa) {}
+
+Xmm VecGen::vreg(int i) const {
+  if (avx512()) return Zmm(i);
+  return Ymm(i);
+}
+
+size_t VecGen::intern(const std::vector<uint32_t>& words) {
+  auto it = index_.find(words);
+  if (it != index_.end()) return it->second;
+  const size_t off = words_.size() * 4;
+  words_.insert(words_.end(), words.begin(), words.end());
+  index_.emplace(words, off);
+  return off;
+}
+
+Address VecGen::pool_entry(size_t offset) const { return g.ptr[g.rip + pool_ + static_cast<int64_t>(offset)]; }
+
+Address VecGen::cst_bits(uint32_t bits) { return pool_entry(intern(std::vector<uint32_t>(16, bits))); }
+
+Address VecGen::cst(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return cst_bits(bits);
+}
+
+void VecGen::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (words_.empty()) return;
+  g.align(64);
+  g.L(pool_);
+  for (uint32_t w : words_) g.dd(w);
+}
+
+void VecGen::set_tail(int count, const Xmm& avx2_reg) {
+  tail_ = count;
+  if (count <= 0 || count >= width()) return;
+  if (!avx512()) {
+    // The table: 8 lanes of all-ones, then 8 of zeros; the mask for `count` lanes starts
+    // 8 − count lanes into it.
+    std::vector<uint32_t> table(16, 0);
+    for (int i = 0; i < 8; ++i) table[i] = 0xffffffffu;
+    tail_reg_ = avx2_reg;
+    g.vmovups(tail_reg_, pool_entry(intern(table) + 4 * static_cast<size_t>(8 - count)));
+  } else {
+    g.mov(g.eax, (1u << count) - 1);
+    g.kmovw(g.k1, g.eax);
+  }
+}
+
+void VecGen::load(const Xmm& dst, const Address& src, int count) {
+  if (count == width()) {
+    g.vmovups(dst, src);
+  } else if (avx512()) {
+    g.vmovups(dst | g.k1 | g.T_z, src);
+  } else {
+    g.vmaskmovps(dst, tail_reg_, src);
+  }
+}
+
+void VecGen::store(const Address& dst, const Xmm& src, int count) {
+  if (count == width()) {
+    g.vmovups(dst, src);
+  } else if (avx512()) {
+    g.vmovups(dst | g.k1, src);
+  } else {
+    g.vmaskmovps(dst, tail_reg_, src);
+  }
+}
+
+void VecGen::broadcast(const Xmm& dst, const Address& src) { g.vbroadcastss(dst, src); }
+
+VMask VecGen::mask(int i, const Xmm& avx2_reg) const { return VMask{Opmask(2 + i), avx2_reg}; }
+
+void VecGen::cmp(const VMask& m, const Xmm& a, const Operand& b, int pred) {
+  if (avx512()) g.vcmpps(m.k, a, b, static_cast<uint8_t>(pred));
+  else g.vcmpps(m.v, a, b, static_cast<uint8_t>(pred));
+}
+
+void VecGen::blend(const Xmm& dst, const VMask& m, const Xmm& if_false, const Operand& if_true) {
+  if (avx512()) g.vblendmps(dst | m.k, if_false, if_true);
+  else g.vblendvps(dst, if_false, if_true, m.v);
+}
+
+void VecGen::keep(const Xmm& dst, const VMask& m, const Xmm& src) {
+  if (avx512()) g.vmovaps(dst | m.k | g.T_z, src);
+  else g.vandps(dst, m.v, src);
+}
+
+void VecGen::move_if(const Xmm& dst, const VMask& m, const Operand& src) {
+  if (avx512()) g.vmovups(dst | m.k, src);
+  else g.vblendvps(dst, dst, src, m.v);
+}
+
+}  // namespace nnasm
