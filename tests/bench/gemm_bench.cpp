@@ -12,30 +12,12 @@
 
 #include "engine/executor.h"
 #include "shell/shell.h"
+#include "tests/bench/bench_program.h"
 
 namespace nnasm {
 namespace {
 
-struct Built {
-  Context ctx;
-  Program p{ctx};
-  std::unique_ptr<Executor> ex;
-};
-
-// A program from `f`, prepared with the JIT at the machine's best level; inputs filled with
-// small values.
-std::unique_ptr<Built> build(const std::function<void(Graph&)>& f) {
-  auto b = std::make_unique<Built>();
-  b->ctx.set_jit(JitConfig{true, Isa::AVX512});
-  Graph g(b->p);
-  f(g);
-  b->ex = std::move(Executor::prepare(b->p).value());
-  for (TensorId id : b->p.inputs()) {
-    Tensor& t = b->ctx.at(id);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
-  }
-  return b;
-}
+std::unique_ptr<BenchProgram> build(const std::function<void(Graph&)>& f) { return bench_program(f); }
 
 void set_flops(benchmark::State& st, double flops_per_iter) {
   st.counters["FLOPS"] = benchmark::Counter(flops_per_iter * static_cast<double>(st.iterations()),

@@ -1,0 +1,38 @@
+// What every benchmark file needs: a program recorded with shell functions and prepared at a
+// chosen JIT setting, kept alive with its context for the duration of the benchmark.
+#pragma once
+#include <functional>
+#include <memory>
+
+#include "engine/executor.h"
+#include "shell/shell.h"
+
+namespace nnasm {
+
+struct BenchProgram {
+  Context ctx;
+  Program p{ctx};
+  std::unique_ptr<Executor> ex;
+};
+
+// Records `record`, prepares it with `jit` (default: JIT at the machine's best level) and fills
+// every f32 input with small deterministic values. nullptr if recording or prepare failed.
+inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Graph&)>& record,
+                                                   JitConfig jit = JitConfig{true, Isa::AVX512}) {
+  auto b = std::make_unique<BenchProgram>();
+  b->ctx.set_jit(jit);
+  Graph g(b->p);
+  record(g);
+  if (!g.status()) return nullptr;
+  auto ex = Executor::prepare(b->p);
+  if (!ex) return nullptr;
+  b->ex = std::move(ex.value());
+  for (TensorId id : b->p.inputs()) {
+    Tensor& t = b->ctx.at(id);
+    if (t.desc.type.dtype != DType::F32) continue;
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+  }
+  return b;
+}
+
+}  // namespace nnasm
