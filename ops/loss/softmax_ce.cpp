@@ -11,10 +11,18 @@
 //            SOFTMAX_CE_BWD: none.
 // Kernels    reference: per row max, log-sum-exp, then the loss or the gradient; numerically
 //            stable for any finite logits.
+//            JIT (engine/jit/rowwise.h), AVX2/AVX-512: `f32_softmax_ce_{ids,probs}__<isa>` and
+//            `f32_softmax_ce_bwd_{ids,probs}__<isa>`: per row a max pass, a Σ e^(x − m) pass, then
+//            (ids) one element, or (probs, BWD) a third pass; row terms summed in double. Error of
+//            lse = ln Σ: absolute ≤ ulp(lse)·LOG_MAX_ULP + the relative error of Σ (≤ 1.5 ulp per
+//            term + (⌈C/(4W)⌉ + log2(4W)) ulp of summation); the loss inherits it per row (plus,
+//            for f32 targets, the f32 summation of the row's terms); dx relative ≤ EXP_MAX_ULP +
+//            that error of lse/ulp + 1.5 ulp. Bitwise deterministic per ISA.
 // Notes      a class id outside 0..C−1 makes that row's loss NaN (never an out-of-bounds read).
 //            The fused backward pays: it replaces softmax, subtract and scale passes.
 #include <cmath>
 
+#include "engine/jit/rowwise.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -122,9 +130,15 @@ Status ce_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorI
   return b.status();
 }
 
+template <bool BWD>
+Result<KernelRef> ce_jit(const JitRequest& r, KernelCache& cache) {
+  const Rows d = rows_of(r.in[0].shape);
+  return softmax_ce_kernel(r.isa, d.rows, d.classes, r.in[1].dtype != DType::F32, BWD, cache);
+}
+
 }  // namespace
 
-OpHooks op_hooks_SOFTMAX_CE() { return {ce_shape, ce_ref, nullptr, ce_grad}; }
-OpHooks op_hooks_SOFTMAX_CE_BWD() { return {ce_bwd_shape, ce_bwd_ref}; }
+OpHooks op_hooks_SOFTMAX_CE() { return {ce_shape, ce_ref, nullptr, ce_grad, ce_jit<false>}; }
+OpHooks op_hooks_SOFTMAX_CE_BWD() { return {ce_bwd_shape, ce_bwd_ref, nullptr, nullptr, ce_jit<true>}; }
 
 }  // namespace nnasm

@@ -7,8 +7,13 @@
 // Immediates max_norm: f32, required, > 0.
 // Gradient   none: update instructions are never differentiated.
 // Kernels    reference: two passes over all gradients.
+//            JIT (engine/jit/rowwise.h), AVX2/AVX-512 `f32_clip_grad_norm__<isa>`: the same two
+//            passes; Σ g² in double from exactly widened floats (8 double accumulators, a fixed
+//            tree: deterministic, and within a few double ulps of the reference's sum, so the f32
+//            scale almost always has the reference's bits; at most 1 ulp apart).
 #include <cmath>
 
+#include "engine/jit/rowwise.h"
 #include "ops/optim/optim_common.h"
 
 namespace nnasm {
@@ -39,8 +44,15 @@ void clip_ref(const KernelArgs* k) {
   }
 }
 
+Result<KernelRef> clip_jit(const JitRequest& r, KernelCache& cache) {
+  std::vector<int64_t> sizes;
+  for (size_t k = 0; k < r.ins.in.size(); ++k) sizes.push_back(r.in[k].shape.numel());
+  if (r.ins.out.size() != r.ins.in.size()) return KernelRef();
+  return clip_norm_kernel(r.isa, sizes, r.ins.f(0), cache);
+}
+
 }  // namespace
 
-OpHooks op_hooks_CLIP_GRAD_NORM() { return {clip_shape, clip_ref}; }
+OpHooks op_hooks_CLIP_GRAD_NORM() { return {clip_shape, clip_ref, nullptr, nullptr, clip_jit}; }
 
 }  // namespace nnasm

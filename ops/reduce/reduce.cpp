@@ -7,9 +7,15 @@
 // Gradient   dy expanded back along the axis (EXPAND); MEAN also scales by 1/len; MAX sends it
 //            to every element equal to the max (a STEP mask; ties share the full gradient).
 // Kernels    reference: one pass per output element, f32 accumulation in index order.
+//            JIT (engine/jit/rowwise.h), AVX2/AVX-512, one pass: last axis `f32_reduce_sum__<isa>_row`
+//            (4 vector accumulators, a fixed pairwise tree, then a fixed lane tree: SUM/MEAN within
+//            (⌈len/(4W)⌉ + log2(4W))·ulp·Σ|x| of the exact sum); other axes `_col` (each lane one
+//            output, index order: bitwise the reference). MAX is exact (a zero maximum may differ in
+//            its sign on the row layout) and NaN-propagating. Bitwise deterministic per ISA.
 // Notes      REDUCE_MAX propagates NaN.
 #include <cmath>
 
+#include "engine/jit/rowwise.h"
 #include "ops/reduce/axis.h"
 
 namespace nnasm {
@@ -67,10 +73,25 @@ Status reduce_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
   return b.status();
 }
 
+template <Kind K>
+Result<KernelRef> reduce_jit(const JitRequest& r, KernelCache& cache) {
+  const int axis = normalize_axis(r.ins.i(AXIS), r.in[0].shape.rank);
+  if (axis < 0) return KernelRef();
+  const AxisSplit sp = split_at(r.in[0].shape, axis);
+  const RowOp op = K == Kind::SUM ? RowOp::SUM : K == Kind::MEAN ? RowOp::MEAN : RowOp::MAX;
+  return rowwise_kernel(RowSpec{op, r.isa, sp.outer, sp.len, sp.inner}, cache);
+}
+
 }  // namespace
 
-OpHooks op_hooks_REDUCE_SUM() { return {reduce_shape, reduce_ref<Kind::SUM>, nullptr, reduce_grad<Kind::SUM>}; }
-OpHooks op_hooks_REDUCE_MEAN() { return {reduce_shape, reduce_ref<Kind::MEAN>, nullptr, reduce_grad<Kind::MEAN>}; }
-OpHooks op_hooks_REDUCE_MAX() { return {reduce_shape, reduce_ref<Kind::MAX>, nullptr, reduce_grad<Kind::MAX>}; }
+OpHooks op_hooks_REDUCE_SUM() {
+  return {reduce_shape, reduce_ref<Kind::SUM>, nullptr, reduce_grad<Kind::SUM>, reduce_jit<Kind::SUM>};
+}
+OpHooks op_hooks_REDUCE_MEAN() {
+  return {reduce_shape, reduce_ref<Kind::MEAN>, nullptr, reduce_grad<Kind::MEAN>, reduce_jit<Kind::MEAN>};
+}
+OpHooks op_hooks_REDUCE_MAX() {
+  return {reduce_shape, reduce_ref<Kind::MAX>, nullptr, reduce_grad<Kind::MAX>, reduce_jit<Kind::MAX>};
+}
 
 }  // namespace nnasm

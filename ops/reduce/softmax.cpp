@@ -8,10 +8,20 @@
 // Gradient   SOFTMAX: y·(dy − Σ dy·y); LOGSOFTMAX: dy − e^y·Σ dy (sums along the axis, kept as
 //            dimensions of 1 so they broadcast back).
 // Kernels    reference: three passes per row (max, sum of exponentials, normalize).
+//            JIT (engine/jit/rowwise.h), AVX2/AVX-512: last axis `f32_softmax__<isa>_row` (pass 1
+//            max, pass 2 e^(x − m) stored while summing, pass 3 ·1/Σ in place; LOGSOFTMAX: pass 2
+//            sums only, pass 3 y = (x − m) − ln Σ); other axes `_col` (each lane one row, the same
+//            passes down the axis). Error against the exact result: SOFTMAX relative ≤ 1.5 ulp (exp,
+//            vmath::EXP_MAX_ULP) + 1.5 ulp (1/Σ and the product) + the error of Σ, which is at most
+//            (⌈len/(4W)⌉ + log2(4W))·ulp for the row layout (4 accumulators, fixed trees) and
+//            len·ulp for the col layout (index order, as the reference); LOGSOFTMAX absolute
+//            ≤ ulp(x − m) + ulp(ln Σ)·(1 + LOG_MAX_ULP) + that relative error of Σ. Bitwise
+//            deterministic per ISA.
 // Notes      Subtracting the max keeps e^ finite for any finite input; a row containing +inf
 //            gives NaN, as in PyTorch.
 #include <cmath>
 
+#include "engine/jit/rowwise.h"
 #include "ops/reduce/axis.h"
 
 namespace nnasm {
@@ -64,9 +74,21 @@ Status softmax_grad(GradBuilder& b, const Instruction& ins, const std::vector<Te
   return b.status();
 }
 
+template <bool LOG>
+Result<KernelRef> softmax_jit(const JitRequest& r, KernelCache& cache) {
+  const int axis = normalize_axis(r.ins.i(AXIS), r.in[0].shape.rank);
+  if (axis < 0) return KernelRef();
+  const AxisSplit sp = split_at(r.in[0].shape, axis);
+  return rowwise_kernel(RowSpec{LOG ? RowOp::LOGSOFTMAX : RowOp::SOFTMAX, r.isa, sp.outer, sp.len, sp.inner}, cache);
+}
+
 }  // namespace
 
-OpHooks op_hooks_SOFTMAX() { return {softmax_shape, softmax_ref<false>, nullptr, softmax_grad<false>}; }
-OpHooks op_hooks_LOGSOFTMAX() { return {softmax_shape, softmax_ref<true>, nullptr, softmax_grad<true>}; }
+OpHooks op_hooks_SOFTMAX() {
+  return {softmax_shape, softmax_ref<false>, nullptr, softmax_grad<false>, softmax_jit<false>};
+}
+OpHooks op_hooks_LOGSOFTMAX() {
+  return {softmax_shape, softmax_ref<true>, nullptr, softmax_grad<true>, softmax_jit<true>};
+}
 
 }  // namespace nnasm
