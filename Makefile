@@ -7,6 +7,8 @@
 #   make test      the googletest suite (at ref, avx2 and the native ISA level)
 #   make test-isa  the suite at every ISA level and with the JIT off
 #   make bench     google benchmark (tests/bench/)
+#   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
+#   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
 
@@ -17,6 +19,8 @@ BUILD    := build$(if $(SAN),/san-$(SAN))
 
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist
+# Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
+BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CXXFLAGS ?= -O2
@@ -55,12 +59,14 @@ TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
 
-.PHONY: all deps run test test-isa bench samples install clean
+.PHONY: all deps bench-deps run test test-isa bench bench-gemm samples install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+deps: PKGS := $(DEB_PACKAGES)
+bench-deps: PKGS := $(BENCH_DEB_PACKAGES)
+deps bench-deps:
+	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -85,9 +91,19 @@ test-isa: deps
 	for isa in ref avx2 avx512; do NNASM_ISA=$$isa NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1 || exit 1; done
 	NNASM_JIT=0 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 
+# BENCH_ARGS passes more flags, e.g. BENCH_ARGS=--benchmark_filter=gemm.
 bench: deps
 	@$(MAKE) $(JOBS) $(BENCH)
-	$(BENCH) --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(BENCH) --benchmark_repetitions=5 --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+
+# The GEMM rows (nnasm, Eigen and the installed baselines), then their medians as one table with
+# each library's time over nnasm's (tests/bench/gemm_table.awk).
+bench-gemm: deps
+	@$(MAKE) $(JOBS) $(BENCH)
+	@mkdir -p $(BUILD)/bench
+	$(BENCH) --benchmark_filter=gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+	  --benchmark_out=$(BUILD)/bench/gemm.csv --benchmark_out_format=csv $(BENCH_ARGS)
+	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
@@ -120,9 +136,36 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/solo/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
+# Competitor baselines (tests/bench/baselines_*.cpp), optional: each library is compiled in when
+# its header is installed (make bench-deps) and otherwise leaves one row saying so. Override to
+# build without one: make HAVE_ONEDNN= build/tests/nnasm_bench (HAVE_OPENBLAS, HAVE_LIBXSMM
+# alike). A stamp holds the choice, so that changing it recompiles the baselines.
+OPENBLAS_H    := $(wildcard $(foreach v,pthread openmp serial,/usr/include/*/openblas-$(v)/cblas.h))
+OPENBLAS_INC  := $(dir $(firstword $(OPENBLAS_H)))
+OPENBLAS_LIB  := $(subst /usr/include/,/usr/lib/,$(OPENBLAS_INC))
+HAVE_OPENBLAS ?= $(if $(OPENBLAS_INC),1)
+HAVE_ONEDNN   ?= $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.hpp),1)
+HAVE_LIBXSMM  ?= $(if $(wildcard /usr/include/libxsmm.h),1)
+BASELINE_FLAGS := $(if $(HAVE_OPENBLAS),-DNNASM_HAVE_OPENBLAS $(addprefix -isystem ,$(OPENBLAS_INC))) \
+                  $(if $(HAVE_ONEDNN),-DNNASM_HAVE_ONEDNN) \
+                  $(if $(HAVE_LIBXSMM),-DNNASM_HAVE_LIBXSMM)
+# libxsmm's BLAS fallback (unused here) resolves to OpenBLAS when it is linked, else to the stub.
+BASELINE_LIBS  := $(if $(HAVE_OPENBLAS),$(addprefix -L,$(OPENBLAS_LIB)) -lopenblas) \
+                  $(if $(HAVE_ONEDNN),-ldnnl -lgomp) \
+                  $(if $(HAVE_LIBXSMM),-lxsmm -lxsmmnoblas -ldl -lrt -lm)
+BASELINE_OBJ   := $(call obj,$(wildcard tests/bench/baselines_*.cpp))
+BASELINE_STAMP := $(BUILD)/obj/tests/bench/baselines.flags
+
+$(BASELINE_OBJ): CPPFLAGS += $(BASELINE_FLAGS)
+$(BASELINE_OBJ): $(BASELINE_STAMP)
+$(BASELINE_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(strip $(BASELINE_FLAGS))' | cmp -s - $@ || echo '$(strip $(BASELINE_FLAGS))' > $@
+FORCE:
+
 $(BENCH): $(call obj,$(BENCH_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(LDLIBS)
+	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(BASELINE_LIBS) $(LDLIBS)
 
 install: $(LIB_A) $(LIB_SO) $(TOOL)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
