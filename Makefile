@@ -50,6 +50,10 @@ BENCH_SRC := $(wildcard tests/bench/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 LIB_OBJ := $(call obj,$(LIB_SRC))
+# The archive also depends on its member list: a source file added since the last build (whose
+# object another make run may have built already) must still get into the archive.
+LIB_LIST := $(BUILD)/libnnasm.members
+$(shell mkdir -p $(BUILD); echo '$(LIB_OBJ)' | cmp -s - $(LIB_LIST) 2>/dev/null || echo '$(LIB_OBJ)' > $(LIB_LIST))
 
 LIB_A    := $(BUILD)/libnnasm.a
 LIB_SO   := $(BUILD)/libnnasm.so
@@ -109,9 +113,9 @@ $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-$(LIB_A): $(LIB_OBJ)
+$(LIB_A): $(LIB_OBJ) $(LIB_LIST)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $(LIB_OBJ)
 
 $(LIB_SO): $(LIB_OBJ)
 	$(CXX) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
