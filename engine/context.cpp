@@ -1,7 +1,9 @@
 // The per-model tensor map and its id generator.
 #include "engine/context.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 namespace nnasm {
@@ -14,6 +16,26 @@ Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
   std::string warning;
   jit_ = jit_config_from_env(&warning);
   if (!warning.empty()) log(warning);
+  const unsigned hw = std::thread::hardware_concurrency();
+  int n = hw ? static_cast<int>(hw) : 1;
+  if (const char* env = std::getenv("NNASM_THREADS"); env && *env) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end == 0 && v >= 1) n = static_cast<int>(std::min(v, 256L));
+    else log(std::string("NNASM_THREADS=") + env + " is not a positive integer; ignored");
+  }
+  set_threads(n);
+}
+
+void Context::set_threads(int n) {
+  n = std::clamp(n, 1, 256);
+  if (n != threads_) pool_.reset();
+  threads_ = n;
+}
+
+const std::shared_ptr<ThreadPool>& Context::thread_pool() {
+  if (!pool_) pool_ = std::make_shared<ThreadPool>(threads_);
+  return pool_;
 }
 
 void Context::log(const std::string& msg) const {

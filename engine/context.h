@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@
 #include "engine/jit/kernel.h"
 #include "engine/rng.h"
 #include "engine/tensor.h"
+#include "engine/thread_pool.h"
 
 namespace nnasm {
 
@@ -42,6 +44,16 @@ class Context {
   void set_jit(const JitConfig& c) { jit_ = c; }
   KernelCache& kernels() { return kernels_; }
 
+  // Threads for the parallel steps of executors prepared from now on: NNASM_THREADS at
+  // construction (default: std::thread::hardware_concurrency()); 1 runs everything on the
+  // caller's thread. set_threads drops the current pool (executors prepared with it keep it
+  // alive) and clamps n to [1, 256].
+  int threads() const { return threads_; }
+  void set_threads(int n);
+  // The pool of threads() threads, started on first use (allocates, starts threads). Executors
+  // share it; the pool lets one job run at a time (a second caller runs its tasks itself).
+  const std::shared_ptr<ThreadPool>& thread_pool();
+
   // Where the engine reports what it decided on its own (a kernel that fell back to the
   // reference, an ignored setting). Default: standard error with an "nnasm: " prefix.
   void set_log(std::function<void(const std::string&)> log) { log_ = std::move(log); }
@@ -54,6 +66,8 @@ class Context {
   Rng id_rng_;
   JitConfig jit_;
   KernelCache kernels_;
+  int threads_ = 1;
+  std::shared_ptr<ThreadPool> pool_;
   std::function<void(const std::string&)> log_;
 };
 

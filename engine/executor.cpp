@@ -51,6 +51,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     s.kernel = "ref";
+    s.n_parts = 1;
     ex->choose_kernel(&s, ins);
     ex->steps_.push_back(s);
   }
@@ -60,19 +61,31 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
   ex->state_.seed = ctx.seed();
 
   size_t scratch = 0;
-  for (const Step& s : ex->steps_)
+  int max_parts = 1;
+  for (const Step& s : ex->steps_) {
     if (ScratchFn f = op_hooks(s.args.ins->op).scratch) scratch = std::max(scratch, f(*s.args.ins, s.args.in_type, s.args.out_type));
-  if (scratch) {
-    ex->scratch_ = AlignedBuffer(scratch);
-    if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", scratch);
-    for (Step& s : ex->steps_) s.args.scratch = ex->scratch_.data();
+    max_parts = std::max(max_parts, s.n_parts);
   }
+  if (scratch) {
+    const size_t stride = (scratch + 63) / 64 * 64;
+    ex->scratch_ = AlignedBuffer(stride * max_parts);
+    if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", stride * max_parts);
+    char* base = static_cast<char*>(ex->scratch_.data());
+    for (Step& s : ex->steps_) s.args.scratch = base;
+    for (Step& s : ex->steps_)
+      for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k) ex->parts_[s.first_part + k].args.scratch = base + k * stride;
+  }
+  if (max_parts > 1) ex->pool_ = ctx.thread_pool();
   return ex;
 }
 
 void Executor::run(Section sec) {
   const auto [b, e] = sections_[static_cast<int>(sec)];
-  for (size_t i = b; i < e; ++i) steps_[i].fn(&steps_[i].args);
+  for (size_t i = b; i < e; ++i) {
+    const Step& s = steps_[i];
+    if (s.n_parts > 1) pool_->run(s.n_parts, run_part, &parts_[s.first_part]);
+    else s.fn(&s.args);
+  }
   if (sec == Section::FORWARD) ++state_.run_index;
 }
 
@@ -85,6 +98,11 @@ void Executor::train_step() {
 Tensor* Executor::tensor(const std::string& name) const {
   TensorId id = program_->find(name);
   return id == NO_TENSOR ? nullptr : &program_->context().at(id);
+}
+
+void Executor::run_part(void* parts, int task) {
+  const Part& p = static_cast<const Part*>(parts)[task];
+  p.fn(&p.args);
 }
 
 const char* Executor::kernel_name(size_t i) const { return i < steps_.size() ? steps_[i].kernel : "?"; }
@@ -104,6 +122,25 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   s->fn = k.value()->fn();
   s->kernel = k.value()->name().c_str();
   jit_.push_back(k.value());
+
+  const PartsFn parts = op_hooks(ins.op).parts;
+  const int n = parts && ctx.threads() > 1 ? parts(JitRequest{ins, s->args.in_type, s->args.out_type, isa}, ctx.threads()) : 1;
+  if (n <= 1) return;
+  std::vector<Part> made;
+  for (int p = 0; p < n; ++p) {
+    Result<std::shared_ptr<const JitKernel>> kp =
+        jit(JitRequest{ins, s->args.in_type, s->args.out_type, isa, p, n}, ctx.kernels());
+    if (!kp || !kp.value()) {
+      ctx.log(fmt::format("{} -> {}: part {} of {} not generated, running one part: {}", ins.info().mnemonic,
+                          program_->desc(ins.out[0]).name, p, n, kp ? "no kernel" : kp.status().message()));
+      return;
+    }
+    made.push_back(Part{kp.value()->fn(), s->args});
+    jit_.push_back(kp.value());
+  }
+  s->n_parts = n;
+  s->first_part = parts_.size();
+  parts_.insert(parts_.end(), made.begin(), made.end());
 }
 
 }  // namespace nnasm

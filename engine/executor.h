@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/status.h"
+#include "engine/thread_pool.h"
 #include "isa/program.h"
 #include "ops/op.h"
 
@@ -21,7 +22,9 @@ class Executor {
   // program, failed allocation (naming the tensor). Allocates; not thread-safe.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
 
-  // Runs the forward section. Performs no allocation. Not thread-safe per executor.
+  // Runs the forward section. Performs no allocation. Not thread-safe per executor. Steps with
+  // several parts run them on the context's thread pool (as it was at prepare); results are
+  // bitwise the same for any thread count.
   void run() { run(Section::FORWARD); }
   // Runs one section's instructions in order. No allocation.
   void run(Section s);
@@ -38,16 +41,27 @@ class Executor {
   // Name of the kernel instruction `i` runs: "ref", or a generated kernel's name such as
   // "f32_relu__avx512".
   const char* kernel_name(size_t i) const;
+  // How many parallel parts instruction `i` runs as (1: one kernel on the calling thread).
+  int parts(size_t i) const { return i < steps_.size() ? steps_[i].n_parts : 0; }
 
  private:
+  // One slice of a step's output: a kernel and its arguments (its own scratch).
+  struct Part {
+    KernelFn fn;
+    KernelArgs args;
+  };
   struct Step {
     KernelFn fn;
     KernelArgs args;
     const char* kernel;  // name, owned by the JitKernel or static
+    int n_parts;         // > 1: run parts_[first_part …] on the pool instead of fn
+    size_t first_part;
   };
   explicit Executor(const Program& p) : program_(&p) {}
-  // Replaces the step's reference kernel by a generated one when the context's JIT has one.
+  // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
+  // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);
+  static void run_part(void* parts, int task);
 
   const Program* program_;
   RunState state_;
@@ -59,7 +73,10 @@ class Executor {
   std::vector<TensorType> types_;
   // The generated kernels the steps call; holding them keeps their code alive.
   std::vector<std::shared_ptr<const JitKernel>> jit_;
-  // One scratch area shared by all steps (they run one after another), sized for the largest.
+  std::vector<Part> parts_;
+  std::shared_ptr<ThreadPool> pool_;  // set when some step has parts
+  // One scratch area shared by all steps (they run one after another), sized for the largest,
+  // once per part of the step with the most parts.
   AlignedBuffer scratch_;
 };
 

@@ -46,11 +46,20 @@ struct JitRequest {
   const TensorType* in;
   const TensorType* out;
   Isa isa;  // the level to generate for (never REF)
+  // Part `part` of `n_parts` (n_parts > 1 only after the op's parts hook asked for that many):
+  // the kernel computes its own disjoint slice of the output, each element with the same
+  // arithmetic as the whole-step kernel (so results do not depend on the thread count).
+  int part = 0;
+  int n_parts = 1;
 };
 // Returns the kernel for the request (from `cache`, generating it the first time), a null
 // pointer when the op has no JIT kernel for this case (the reference runs, silently), or an
 // error when generation failed (logged, and the reference runs).
 using JitFn = Result<std::shared_ptr<const JitKernel>> (*)(const JitRequest& r, KernelCache& cache);
+// How many parts (1 … threads) the op's JIT kernel for `r` (part 0 of 1) is split into when
+// `threads` threads can run them; 1 where the work is too small to pay for the hand-off or the
+// case cannot be split. Each part runs with its own scratch of the scratch hook's size.
+using PartsFn = int (*)(const JitRequest& r, int threads);
 
 struct OpHooks {
   ShapeFn shape = nullptr;
@@ -60,6 +69,8 @@ struct OpHooks {
   GradFn grad = nullptr;
   // The JIT kernel generator. nullptr: reference kernel only (the op file says why).
   JitFn jit = nullptr;
+  // Parallel parts of the JIT kernel. nullptr: always one part.
+  PartsFn parts = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/jit/frame.h"
 #include "engine/tensor.h"
@@ -134,9 +135,19 @@ Status emit_elementwise(CodeGenerator& g, const EwSpec& s) {
         v.broadcast(shared[k], g.ptr[g.rax]);
       } else {
         f.load_in(in_ptr[k], k);
+        if (k < static_cast<int>(s.in_skip.size()) && s.in_skip[k]) {
+          g.mov(g.rax, s.in_skip[k] * 4);
+          g.add(in_ptr[k], g.rax);
+        }
       }
     }
-    for (int k = 0; k < s.n_out; ++k) f.load_out(out_ptr[k], k);
+    for (int k = 0; k < s.n_out; ++k) {
+      f.load_out(out_ptr[k], k);
+      if (s.out_skip) {
+        g.mov(g.rax, s.out_skip * 4);
+        g.add(out_ptr[k], g.rax);
+      }
+    }
     v.set_tail(tail, mask_reg);
 
     Label row_loop, main_loop;
@@ -184,7 +195,8 @@ Result<KernelRef> elementwise_kernel(const EwSpec& s, KernelCache& cache) {
   std::string feeds;
   for (Feed f : s.in) feeds += feed_letter(f);
   const std::string name = fmt::format("f32_{}__{}", s.op, isa_name(s.isa));
-  const std::string key = fmt::format("{}|{}x{}|{}>{}|{}", name, s.rows, s.inner, feeds, s.n_out, s.imms);
+  std::string key = fmt::format("{}|{}x{}|{}>{}|{}", name, s.rows, s.inner, feeds, s.n_out, s.imms);
+  if (s.out_skip || !s.in_skip.empty()) key += fmt::format("|skip{}:{}", fmt::join(s.in_skip, ","), s.out_skip);
   return cache.get(key, [&]() -> Result<KernelRef> {
     auto emit = [&](CodeGenerator& g) { return emit_elementwise(g, s); };
     // Measure first, so the code buffer is exactly as large as the code. The scratch buffer is
@@ -204,6 +216,42 @@ Result<KernelRef> elementwise_kernel(const EwSpec& s, KernelCache& cache) {
     }
     return build_kernel(name, bytes, emit);
   });
+}
+
+namespace {
+constexpr int64_t PART_MIN_ELEMS = 64 * 1024;  // below this a hand-off costs more than it saves
+constexpr int64_t PART_ELEMS = 32 * 1024;      // at least this many per part
+constexpr int64_t PART_ALIGN = 16;             // a part's run of a row: whole cache lines
+}  // namespace
+
+int elementwise_max_parts(const EwSpec& s, int threads) {
+  const int64_t n = s.rows * s.inner;
+  if (threads <= 1 || n < PART_MIN_ELEMS) return 1;
+  int64_t parts = std::min<int64_t>(threads, n / PART_ELEMS);
+  parts = std::min(parts, s.rows > 1 ? s.rows : s.inner / PART_ALIGN);
+  return static_cast<int>(std::max<int64_t>(parts, 1));
+}
+
+void elementwise_part(EwSpec* s, int part, int n_parts) {
+  if (n_parts <= 1) return;
+  s->in_skip.assign(s->in.size(), 0);
+  if (s->rows > 1) {
+    const int64_t r0 = s->rows * part / n_parts, r1 = s->rows * (part + 1) / n_parts;
+    for (size_t k = 0; k < s->in.size(); ++k) {
+      if (s->in[k] == Feed::STREAM) s->in_skip[k] = r0 * s->inner;
+      if (s->in[k] == Feed::COL) s->in_skip[k] = r0;
+    }
+    s->out_skip = r0 * s->inner;
+    s->rows = r1 - r0;
+  } else {
+    const int64_t units = (s->inner + PART_ALIGN - 1) / PART_ALIGN;
+    const int64_t j0 = std::min(s->inner, units * part / n_parts * PART_ALIGN);
+    const int64_t j1 = std::min(s->inner, units * (part + 1) / n_parts * PART_ALIGN);
+    for (size_t k = 0; k < s->in.size(); ++k)
+      if (s->in[k] == Feed::STREAM || s->in[k] == Feed::ROW) s->in_skip[k] = j0;
+    s->out_skip = j0;
+    s->inner = j1 - j0;
+  }
 }
 
 bool binary_layout(const Shape& a, const Shape& b, const Shape& out, EwSpec* s, std::string* pattern) {
@@ -289,7 +337,22 @@ Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const std::
   s.in = {Feed::STREAM};
   s.n_tmp = n_tmp;
   s.body = multi(body);
+  elementwise_part(&s, r.part, r.n_parts);
   return elementwise_kernel(s, cache);
+}
+
+int unary_parts(const JitRequest& r, int threads) {
+  EwSpec s;
+  s.inner = r.out[0].shape.numel();
+  s.in = {Feed::STREAM};
+  return elementwise_max_parts(s, threads);
+}
+
+int binary_parts(const JitRequest& r, int threads) {
+  EwSpec s;
+  std::string pattern;
+  if (!binary_layout(r.in[0].shape, r.in[1].shape, r.out[0].shape, &s, &pattern)) return 1;
+  return elementwise_max_parts(s, threads);
 }
 
 Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
@@ -303,6 +366,7 @@ Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const std:
   s.isa = r.isa;
   s.n_tmp = n_tmp;
   s.body = multi(body);
+  elementwise_part(&s, r.part, r.n_parts);
   return elementwise_kernel(s, cache);
 }
 

@@ -62,7 +62,19 @@ struct EwSpec {
   // Part of the cache key through `op` and `imms`: one op, one host function.
   void (*host)(const KernelArgs* args, float* out) = nullptr;
   int n_host = 0;
+  // Elements the kernel skips at the start of each input and of the outputs (added to the
+  // pointers on entry): a part's slice of a bigger iteration space (elementwise_part). Empty: 0.
+  std::vector<int64_t> in_skip;
+  int64_t out_skip = 0;
 };
+
+// Turns `s` (the whole step) into part `part` of `n_parts`: whole rows each when there are
+// several rows, else a run of the row in multiples of 16 elements (whole cache lines). Requires
+// n_parts ≤ elementwise_max_parts(s, n_parts).
+void elementwise_part(EwSpec* s, int part, int n_parts);
+// How many parts the whole-step spec `s` is worth splitting into for `threads` threads: 1 below
+// 64K elements, at most one per 32K elements, per row (several rows) or per 16 elements.
+int elementwise_max_parts(const EwSpec& s, int threads);
 
 // The kernel for `s` from `cache` (generated the first time, keyed by op, ISA, rows×inner, feeds
 // and imms). Errors: too many registers asked for, a size beyond 2^28 elements per row, xbyak's
@@ -85,5 +97,9 @@ Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const std::
                             int n_tmp, const Snippet& body);
 Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
                              int n_tmp, const Snippet& body);
+// Parts hooks (ops/op.h PartsFn) for ops whose JIT hook is unary_jit / binary_jit: they honour
+// r.part and r.n_parts by elementwise_part.
+int unary_parts(const JitRequest& r, int threads);
+int binary_parts(const JitRequest& r, int threads);
 
 }  // namespace nnasm

@@ -34,6 +34,8 @@ struct GemmJitDesc {
   bool bias = false;                      // add in[2] (f32[N]) to every row of C
   // Batch dimensions of C and of the operands (numpy broadcasting, as MATMUL); rank 0 for none.
   Shape batch, a_batch, b_batch;
+  // Only these columns of C, [n_begin, n_end) (a parallel part's slice); n_end 0: all of them.
+  int64_t n_begin = 0, n_end = 0;
 };
 
 // Scratch bytes the generated kernel for `d` needs on any ISA level (so that a scratch hook,
@@ -44,5 +46,14 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d);
 // when the case is not covered (an operand over 2 GiB, or isa REF); an error when generation
 // failed. Allocates; thread-safe (the cache locks).
 Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache);
+
+// Parallel parts: how many slices of N (each a multiple of the micro-kernel width, so that every
+// part streams its own columns of B) the product `d` is worth splitting into for `threads`
+// threads on `isa`: 1 for small products (under 256 KFLOP for a GEMV, 1 MFLOP packed) and for
+// the dot kernel. Each element of C is computed exactly as by the whole kernel.
+int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
+// `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's
+// scratch is at most jit_gemm_scratch_bytes(d).
+GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts);
 
 }  // namespace nnasm

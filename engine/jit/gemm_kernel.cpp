@@ -173,6 +173,9 @@ void Gen::emit() {
     g_.mov(rax, ptr[Frame::args() + offsetof(KernelArgs, out)]);
     g_.mov(rC, ptr[rax]);
     g_.mov(rPack, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
+    if (p_.b_skip) g_.add(rB, p_.b_skip);
+    if (p_.c_skip) g_.add(rC, p_.c_skip);
+    if (p_.bias && p_.bias_skip) g_.add(rBias, p_.bias_skip);
     batch(0);
     g_.add(rsp, FRAME_BYTES);
   }
@@ -256,7 +259,7 @@ void Gen::k_block(int64_t w, int64_t kcw) {
       }
       columns(static_cast<int>(mr), w, kcw);
       if (!p_.pack_a) g_.add(rsi, mr * p_.a_rs);
-      g_.add(rcx, mr * p_.n * 4);
+      g_.add(rcx, mr * p_.ldc * 4);
     });
 }
 
@@ -305,8 +308,8 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
   const bool b_masked = masked && p_.mode == Mode::GEMV;  // B is read at its own edge
   const int b0 = mr * nv, t0 = b0 + (mr > 1 ? nv : 0), t1 = t0 + 1, mk = t1 + 1;
   const int64_t a_ks = p_.pack_a ? p_.ap_ks : p_.a_ks, a_rs = p_.pack_a ? 4 : p_.a_rs;
-  const int64_t b_ks = p_.mode == Mode::PACKED ? p_.nr() * 4 : p_.n * 4;
-  const int64_t ldc = p_.n * 4;
+  const int64_t b_ks = p_.mode == Mode::PACKED ? p_.nr() * 4 : p_.ldb * 4;
+  const int64_t ldc = p_.ldc * 4;
   auto acc = [&](int i, int v) { return vec(i * nv + v); };
   auto last = [&](int v) { return masked && v == nv - 1; };
 
@@ -413,7 +416,7 @@ void Gen::pack(int64_t w, int64_t kcw) {
   g_.mov(r11, rPack);
   if (!p_.tb) {
     g_.mov(rax, g_.qword[rsp + S_PC]);
-    g_.imul(rax, rax, static_cast<int>(p_.n * 4));
+    g_.imul(rax, rax, static_cast<int>(p_.ldb * 4));
     g_.add(rax, g_.qword[rsp + S_JC]);
     g_.add(rax, rB);
     repeat(full, rdi, [&] {
@@ -442,7 +445,7 @@ void Gen::pack_panel(int64_t wp, int64_t kcw) {
   const int nv = static_cast<int>(ceil_div(wp, p_.vlen));
   const int lanes = static_cast<int>(wp - (nv - 1) * p_.vlen);
   const bool masked = lanes < p_.vlen;
-  const int64_t nr4 = p_.nr() * 4, ldb = p_.n * 4;
+  const int64_t nr4 = p_.nr() * 4, ldb = p_.ldb * 4;
   if (masked) {
     if (avx512_) set_opmask(k2, r8d, lanes);
     else g_.vmovups(Ymm(15), mask_row(lanes));
@@ -581,7 +584,7 @@ void Gen::dot_pass(int64_t row0) {
   const int64_t R = rows_;
   g_.lea(rsi, ptr[(p_.ta ? rPack : rA) + row0 * p_.k * 4]);
   g_.mov(rdx, rB);
-  g_.lea(rcx, ptr[rC + row0 * p_.n * 4]);
+  g_.lea(rcx, ptr[rC + row0 * p_.ldc * 4]);
   if (p_.bias) g_.mov(r8, rBias);
   repeat(p_.n / R, rbp, [&] {
     dot_group(static_cast<int>(R));
@@ -667,7 +670,7 @@ void Gen::dot_reduce_store(int m, int rv) {
     if (width == 8) g_.vaddps(a(0), a(0), Ymm(tmp));
     else g_.vaddps(Xmm(base), Xmm(base), Xmm(tmp));
   }
-  store_n(ptr[rcx + m * p_.n * 4], base, rv, width, mk);
+  store_n(ptr[rcx + m * p_.ldc * 4], base, rv, width, mk);
 }
 
 // cnt floats at `a` into register `reg` (viewed as `width` lanes: 8 ymm, else xmm); the rest

@@ -40,6 +40,9 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
   p.nregs = avx512 ? 32 : 16;
   p.m = d.m;
   p.n = d.n;
+  p.ldb = p.ldc = d.n;
+  const int64_t n0 = d.n_end ? d.n_begin : 0, n1 = d.n_end ? d.n_end : d.n;
+  if (n0 < 0 || n1 > d.n || n0 >= n1) return false;
   p.k = d.k;
   p.ta = d.trans_a;
   p.tb = d.trans_b;
@@ -74,6 +77,14 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.loops.clear();
   }
   p.a_rs = p.ta ? 4 : p.k * 4;
+  // The N blocking of the whole product (so a slice's packed block is never larger), then the
+  // slice.
+  const int64_t nr_packed = avx512 ? 32 : 16;
+  const int64_t nc_whole = ceil_div(ceil_div(p.n, ceil_div(p.n, NC_MAX)), nr_packed) * nr_packed;
+  p.n = n1 - n0;
+  p.c_skip = n0 * 4;
+  p.bias_skip = n0 * 4;
+  p.b_skip = p.tb ? n0 * p.k * 4 : n0 * 4;
   p.a_ks = p.ta ? p.m * 4 : 4;
 
   const int gemv_max = avx512 ? 14 : 5;
@@ -101,7 +112,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.nvec = 2;
     p.mr_max = avx512 ? 14 : 6;
     p.kc = ceil_div(p.k, ceil_div(p.k, KC_MAX));
-    p.nc = ceil_div(ceil_div(p.n, ceil_div(p.n, NC_MAX)), p.nr()) * p.nr();
+    p.nc = nc_whole;
     p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
     p.pack_a = true;
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
@@ -125,12 +136,40 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
   return bytes;
 }
 
+namespace {
+constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
+constexpr int64_t PACKED_PART_FLOPS = int64_t(1) << 20;
+
+// Columns per unit of the split: the packed micro-kernel's width, or one vector for a GEMV.
+int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::PACKED ? p.nr() : p.vlen; }
+}  // namespace
+
+int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
+  gemm::Plan p;
+  if (threads <= 1 || isa == Isa::REF || !gemm::make_plan(d, isa, &p) || p.mode == gemm::Mode::DOT) return 1;
+  const int64_t flops = 2 * d.m * d.n * d.k * d.batch.numel();
+  if (flops < (p.mode == gemm::Mode::GEMV ? GEMV_PART_FLOPS : PACKED_PART_FLOPS)) return 1;
+  const int64_t units = (d.n + part_unit(p) - 1) / part_unit(p);
+  return static_cast<int>(std::min<int64_t>(threads, units));
+}
+
+GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts) {
+  GemmJitDesc s = d;
+  gemm::Plan p;
+  if (n_parts <= 1 || !gemm::make_plan(d, isa, &p)) return s;
+  const int64_t unit = part_unit(p), units = (d.n + unit - 1) / unit;
+  s.n_begin = std::min(d.n, units * part / n_parts * unit);
+  s.n_end = std::min(d.n, units * (part + 1) / n_parts * unit);
+  return s;
+}
+
 Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache) {
   gemm::Plan p;
   if (isa == Isa::REF || !gemm::make_plan(d, isa, &p)) return std::shared_ptr<const JitKernel>();
-  const std::string key = fmt::format("gemm:{}:{}:m{}:n{}:k{}:ta{}:tb{}:bias{}:batch{}{}{}", d.op, isa_name(isa), d.m,
-                                      d.n, d.k, int(d.trans_a), int(d.trans_b), int(d.bias), d.batch.str(),
-                                      d.a_batch.str(), d.b_batch.str());
+  std::string key = fmt::format("gemm:{}:{}:m{}:n{}:k{}:ta{}:tb{}:bias{}:batch{}{}{}", d.op, isa_name(isa), d.m, d.n,
+                                d.k, int(d.trans_a), int(d.trans_b), int(d.bias), d.batch.str(), d.a_batch.str(),
+                                d.b_batch.str());
+  if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
   const std::string name = fmt::format("f32_{}__{}_{}", d.op, isa_name(isa), p.impl);
   return cache.get(key, [&] {
     // The largest kernel seen over a sweep of shapes (two row-panel heights, two K blocks, an N

@@ -264,6 +264,6 @@ Result<KernelRef> act_bwd_jit(const JitRequest& r, KernelCache& cache) {
 
 }  // namespace
 
-OpHooks op_hooks_ACT_BWD() { return {act_bwd_shape, act_bwd_ref, nullptr, nullptr, act_bwd_jit}; }
+OpHooks op_hooks_ACT_BWD() { return {act_bwd_shape, act_bwd_ref, nullptr, nullptr, act_bwd_jit, binary_parts}; }
 
 }  // namespace nnasm

@@ -161,7 +161,7 @@ J j_extremum(const JitRequest& r, KernelCache& c) {
 }  // namespace
 
 #define BINARY_OP(NAME, FN, GRAD, JIT) \
-  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD, JIT}; }
+  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD, JIT, binary_parts}; }
 BINARY_OP(ADD, f_add, g_add, j_add)
 BINARY_OP(SUB, f_sub, g_sub, j_sub)
 BINARY_OP(MUL, f_mul, g_mul, j_mul)

@@ -244,7 +244,7 @@ J j_step(const JitRequest& r, KernelCache& c) {
 }  // namespace
 
 #define UNARY_OP(NAME, FN, GRAD, JIT) \
-  OpHooks op_hooks_##NAME() { return {unary_shape, unary_ref<FN>, nullptr, GRAD, JIT}; }
+  OpHooks op_hooks_##NAME() { return {unary_shape, unary_ref<FN>, nullptr, GRAD, JIT, unary_parts}; }
 UNARY_OP(SCALE, f_scale, g_scale, j_scale)
 UNARY_OP(NEG, f_neg, g_neg, j_neg)
 UNARY_OP(EXP, f_exp, g_exp, j_exp)

@@ -8,7 +8,8 @@
 //            (MATMUL with transpose flags, REDUCE_SUM).
 // Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h).
 //            JIT (engine/jit/gemm.h): GEMM with the bias fused into the store,
-//            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows.
+//            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows; big
+//            ones as parallel parts, each its own slice of the output columns.
 #include <algorithm>
 
 #include "engine/jit/gemm.h"
@@ -57,8 +58,10 @@ size_t linear_scratch(const Instruction&, const TensorType* in, const TensorType
 }
 
 Result<std::shared_ptr<const JitKernel>> linear_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_desc(r.in), r.isa, cache);
+  return jit_gemm(jit_gemm_part(jit_desc(r.in), r.isa, r.part, r.n_parts), r.isa, cache);
 }
+
+int linear_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.in), r.isa, threads); }
 
 void linear_ref(const KernelArgs* k) {
   const GemmShape g = gemm_shape(k->in_type);
@@ -85,6 +88,6 @@ Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad, linear_jit}; }
+OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad, linear_jit, linear_parts}; }
 
 }  // namespace nnasm

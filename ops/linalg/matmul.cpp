@@ -12,7 +12,8 @@
 // Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h). JIT
 //            (engine/jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
 //            `__<isa>_gemv_mN` for a few rows, dot products `__<isa>_dot_mN` for a few rows with
-//            transB; the batch loops (broadcast included) are inside the kernel.
+//            transB; the batch loops (broadcast included) are inside the kernel. Big GEMMs and
+//            GEMVs run as parallel parts, each its own slice of N (jit_gemm_parts).
 #include <algorithm>
 
 #include "engine/jit/gemm.h"
@@ -79,8 +80,10 @@ size_t matmul_scratch(const Instruction& ins, const TensorType* in, const Tensor
 }
 
 Result<std::shared_ptr<const JitKernel>> matmul_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_desc(r.ins, r.in, r.out), r.isa, cache);
+  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in, r.out), r.isa, r.part, r.n_parts), r.isa, cache);
 }
+
+int matmul_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.ins, r.in, r.out), r.isa, threads); }
 
 void matmul_ref(const KernelArgs* k) {
   const Shape &as = k->in_type[0].shape, &bs = k->in_type[1].shape, &ys = k->out_type[0].shape;
@@ -117,6 +120,6 @@ Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad, matmul_jit}; }
+OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad, matmul_jit, matmul_parts}; }
 
 }  // namespace nnasm

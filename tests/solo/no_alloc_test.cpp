@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/optimizer.h"
 #include "tests/test_programs.h"
 
 namespace {
@@ -122,6 +123,37 @@ TEST(NoAlloc, LargeGemmsUseThePreparedScratch) {
   allocations = 0;
   counting = true;
   ex.value()->run();
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+}
+
+TEST(NoAlloc, ThreadedRunAllocatesNothing) {
+  SKIP_UNLESS_COUNTING();
+  // Parallel steps (GEMV and GEMM slices, big elementwise ops) on a pool of 3 threads: neither
+  // the caller nor the workers may allocate in a run.
+  Context ctx;
+  ctx.set_threads(3);
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {64, 784});
+  Var labels = g.input("labels", {64}, DType::I32);
+  Var h = relu(linear(relu(linear(x, 256)), 128));
+  g.output(softmax_ce(linear(h, 10), labels), "loss");
+  g.output(tanh(matmul(x, transpose(x, {1, 0}))) * 2.f, "big");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01, 0.9)));
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  int max_parts = 1;
+  for (size_t i = 0; i < p.code().size(); ++i) max_parts = std::max(max_parts, ex.value()->parts(i));
+  if (ctx.jit().isa() != Isa::REF) {
+    EXPECT_GT(max_parts, 1);
+  }
+  for (int i = 0; i < 64; ++i) ex.value()->tensor("labels")->i32()[i] = i % 10;
+  ex.value()->train_step();  // the pool's threads are warm
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 5; ++i) ex.value()->train_step();
   counting = false;
   EXPECT_EQ(allocations.load(), 0);
 }

@@ -1,0 +1,81 @@
+// Parallel steps on the engine's own thread pool: the README's MLP (784-256-128-10) forward at
+// batch 1 and 64 and its training step at batch 64, the GEMV 1×784·784×256 and SGEMM 512³, each
+// with 1 and 2 threads (the benchmark argument), measured in the same run.
+#include <benchmark/benchmark.h>
+
+#include "engine/optimizer.h"
+#include "tests/bench/bench_program.h"
+
+namespace nnasm {
+namespace {
+
+// Records with the context set to `threads` threads before prepare.
+std::unique_ptr<BenchProgram> threaded(int threads, const std::function<void(Program&, Graph&)>& record) {
+  auto b = std::make_unique<BenchProgram>();
+  b->ctx.set_threads(threads);
+  Graph g(b->p);
+  record(b->p, g);
+  if (!g.status()) return nullptr;
+  auto ex = Executor::prepare(b->p);
+  if (!ex) return nullptr;
+  b->ex = std::move(ex.value());
+  for (TensorId id : b->p.inputs()) {
+    Tensor& t = b->ctx.at(id);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.desc.type.dtype == DType::F32) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+      else t.i32()[i] = static_cast<int32_t>(i % 10);
+    }
+  }
+  return b;
+}
+
+void mlp(Program& p, Graph& g, int64_t batch, bool train) {
+  Var x = g.input("x", {batch, 784});
+  Var labels = g.input("labels", {batch}, DType::I32);
+  Var h = relu(linear(relu(linear(x, 256)), 128));
+  g.output(softmax_ce(linear(h, 10), labels), "loss");
+  if (train) make_trainable(p, p.find("loss"), sgd(0.01, 0.9));
+}
+
+void BM_threads_mlp_forward_b1(benchmark::State& st) {
+  auto b = threaded(static_cast<int>(st.range(0)), [](Program& p, Graph& g) { mlp(p, g, 1, false); });
+  if (!b) return st.SkipWithError("prepare failed");
+  for (auto _ : st) b->ex->run();
+}
+void BM_threads_mlp_forward_b64(benchmark::State& st) {
+  auto b = threaded(static_cast<int>(st.range(0)), [](Program& p, Graph& g) { mlp(p, g, 64, false); });
+  if (!b) return st.SkipWithError("prepare failed");
+  for (auto _ : st) b->ex->run();
+  st.SetItemsProcessed(st.iterations() * 64);
+}
+void BM_threads_mlp_train_b64(benchmark::State& st) {
+  auto b = threaded(static_cast<int>(st.range(0)), [](Program& p, Graph& g) { mlp(p, g, 64, true); });
+  if (!b) return st.SkipWithError("prepare failed");
+  for (auto _ : st) b->ex->train_step();
+  st.SetItemsProcessed(st.iterations() * 64);
+}
+void BM_threads_gemv_1x784x256(benchmark::State& st) {
+  auto b = threaded(static_cast<int>(st.range(0)), [](Program&, Graph& g) {
+    g.output(matmul(g.input("x", {1, 784}), g.input("w", {784, 256})), "y");
+  });
+  if (!b) return st.SkipWithError("prepare failed");
+  for (auto _ : st) b->ex->run();
+  st.SetBytesProcessed(st.iterations() * 784 * 256 * 4);
+}
+void BM_threads_sgemm_512(benchmark::State& st) {
+  auto b = threaded(static_cast<int>(st.range(0)), [](Program&, Graph& g) {
+    g.output(matmul(g.input("a", {512, 512}), g.input("b", {512, 512})), "c");
+  });
+  if (!b) return st.SkipWithError("prepare failed");
+  for (auto _ : st) b->ex->run();
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * 512 * 512 * 512 * st.iterations(), benchmark::Counter::kIsRate,
+                                             benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_threads_mlp_forward_b1)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_mlp_forward_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_mlp_train_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_gemv_1x784x256)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_sgemm_512)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace nnasm

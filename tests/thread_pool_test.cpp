@@ -1,0 +1,224 @@
+// The thread pool (engine/thread_pool.h) and parallel steps: every task runs exactly once, an idle
+// pool sleeps, and programs give bitwise the same results with 1, 2 and 3 threads at every ISA
+// level the machine has (more threads than cores included).
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "engine/optimizer.h"
+#include "engine/thread_pool.h"
+#include "shell/shell.h"
+
+namespace nnasm {
+namespace {
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  explicit Counts(int n) : hits(n) {}
+};
+
+void count_task(void* ctx, int task) { static_cast<Counts*>(ctx)->hits[task].fetch_add(1); }
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+  for (int threads : {1, 2, 3, 4, 8}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (int n : {0, 1, 2, 3, 5, 8, 17, 100, 1000, ThreadPool::MAX_TASKS}) {
+      Counts c(n);
+      for (int rep = 0; rep < 3; ++rep) pool.run(n, count_task, &c);
+      for (int t = 0; t < n; ++t) ASSERT_EQ(c.hits[t].load(), 3) << "threads " << threads << " tasks " << n << " task " << t;
+    }
+  }
+}
+
+TEST(ThreadPool, ManyBackToBackJobs) {
+  ThreadPool pool(3);
+  Counts c(7);
+  for (int rep = 0; rep < 20000; ++rep) pool.run(1 + rep % 7, count_task, &c);
+  int total = 0;
+  for (auto& h : c.hits) total += h.load();
+  int expect = 0;
+  for (int rep = 0; rep < 20000; ++rep) expect += 1 + rep % 7;
+  EXPECT_EQ(total, expect);
+}
+
+TEST(ThreadPool, ConcurrentCallersEachGetTheirTasksRun) {
+  ThreadPool pool(2);
+  Counts a(50), b(50);
+  std::thread other([&] {
+    for (int rep = 0; rep < 500; ++rep) pool.run(50, count_task, &b);
+  });
+  for (int rep = 0; rep < 500; ++rep) pool.run(50, count_task, &a);
+  other.join();
+  for (int t = 0; t < 50; ++t) {
+    EXPECT_EQ(a.hits[t].load(), 500);
+    EXPECT_EQ(b.hits[t].load(), 500);
+  }
+}
+
+TEST(ThreadPool, IdleWorkersSleepAndWakeForTheNextJob) {
+  ThreadPool pool(3);
+  Counts c(4);
+  pool.run(4, count_task, &c);
+  // After their spin the workers go to sleep. The deadline only keeps a broken pool from hanging
+  // the suite; a slow machine just takes longer to get there.
+  auto wait_for_sleeps = [&](uint64_t n) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (pool.sleeps() < n && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  };
+  wait_for_sleeps(2);
+  EXPECT_EQ(pool.sleeps(), 2u);
+  // Asleep, they stay asleep: no new sleeps (which would mean a spurious wake and another spin).
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(pool.sleeps(), 2u);
+  EXPECT_EQ(pool.sleeping(), 2);
+  pool.run(4, count_task, &c);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(c.hits[t].load(), 2);
+  // The job woke both; each sleeps again after it.
+  wait_for_sleeps(4);
+  EXPECT_EQ(pool.sleeps(), 4u);
+}
+
+TEST(ThreadPool, OneThreadHasNoWorkers) {
+  ThreadPool pool(1);
+  Counts c(10);
+  pool.run(10, count_task, &c);
+  for (auto& h : c.hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(pool.sleeps(), 0u);
+}
+
+TEST(ThreadPool, ContextThreadsAreSettable) {
+  Context ctx;
+  EXPECT_GE(ctx.threads(), 1);
+  ctx.set_threads(3);
+  EXPECT_EQ(ctx.threads(), 3);
+  EXPECT_EQ(ctx.thread_pool()->threads(), 3);
+  ctx.set_threads(0);
+  EXPECT_EQ(ctx.threads(), 1);
+  EXPECT_EQ(ctx.thread_pool()->threads(), 1);
+}
+
+// ---- bitwise identity of parallel steps ----
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v{Isa::REF};
+  if (cpu_info().best >= Isa::AVX2) v.push_back(Isa::AVX2);
+  if (cpu_info().best >= Isa::AVX512) v.push_back(Isa::AVX512);
+  return v;
+}
+
+struct Built {
+  Context ctx;
+  Program p{ctx};
+  std::unique_ptr<Executor> ex;
+};
+
+// Records `record` with `threads` threads at `isa`, fills the f32 inputs deterministically, runs
+// `steps` times (train steps when `train`), and returns every f32 tensor's bytes in program order.
+std::vector<std::vector<float>> run_program(const std::function<void(Program&, Graph&)>& record, Isa isa, int threads,
+                                            bool train, int* max_parts) {
+  Built b;
+  b.ctx.set_jit(JitConfig{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa});
+  b.ctx.set_threads(threads);
+  {
+    Graph g(b.p);
+    record(b.p, g);
+    EXPECT_TRUE(g.status()) << g.status().message();
+  }
+  auto ex = Executor::prepare(b.p);
+  EXPECT_TRUE(ex) << ex.status().message();
+  if (!ex) return {};
+  b.ex = std::move(ex.value());
+  for (TensorId id : b.p.inputs()) {
+    Tensor& t = b.ctx.at(id);
+    if (t.desc.type.dtype == DType::F32)
+      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 127.f - 1.f;
+    else
+      for (int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = static_cast<int32_t>(i % 10);
+  }
+  *max_parts = 1;
+  for (size_t i = 0; i < b.p.code().size(); ++i) *max_parts = std::max(*max_parts, b.ex->parts(i));
+  for (int s = 0; s < 2; ++s) train ? b.ex->train_step() : b.ex->run();
+  std::vector<std::vector<float>> out;
+  for (TensorId id : b.p.tensors()) {
+    const Tensor& t = b.ctx.at(id);
+    if (t.desc.type.dtype == DType::F32) out.emplace_back(t.f32(), t.f32() + t.numel());
+  }
+  return out;
+}
+
+void expect_same_for_any_threads(const std::function<void(Program&, Graph&)>& record, bool train) {
+  for (Isa isa : isas()) {
+    int parts1 = 0, parts = 0;
+    const auto one = run_program(record, isa, 1, train, &parts1);
+    EXPECT_EQ(parts1, 1);
+    for (int threads : {2, 3}) {
+      const auto many = run_program(record, isa, threads, train, &parts);
+      if (isa != Isa::REF) {
+        EXPECT_GT(parts, 1) << "no step was split at " << isa_name(isa);
+      }
+      ASSERT_EQ(one.size(), many.size());
+      for (size_t k = 0; k < one.size(); ++k)
+        ASSERT_EQ(0, std::memcmp(one[k].data(), many[k].data(), one[k].size() * sizeof(float)))
+            << "tensor " << k << " differs at " << isa_name(isa) << " with " << threads << " threads";
+    }
+  }
+}
+
+void mlp(Program& p, Graph& g, int64_t batch, bool train) {
+  Var x = g.input("x", {batch, 784});
+  Var labels = g.input("labels", {batch}, DType::I32);
+  Var h = relu(linear(relu(linear(x, 256)), 128));
+  g.output(softmax_ce(linear(h, 10), labels), "loss");
+  if (train) {
+    ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01, 0.9)));
+  }
+}
+
+TEST(ParallelSteps, MlpForwardBatch1IsBitwiseTheSame) {
+  expect_same_for_any_threads([](Program& p, Graph& g) { mlp(p, g, 1, false); }, false);
+}
+
+TEST(ParallelSteps, MlpTrainingBatch64IsBitwiseTheSame) {
+  expect_same_for_any_threads([](Program& p, Graph& g) { mlp(p, g, 64, true); }, true);
+}
+
+TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program&, Graph& g) {
+        Var a = g.input("a", {300, 700});
+        Var b = g.input("b", {700, 333});
+        Var bt = g.input("bt", {333, 700});
+        Var v = g.input("v", {3, 700});
+        g.output(matmul(a, b), "ab");                   // packed, an N tail
+        g.output(matmul(a, bt, false, true), "abt");    // packed, Bᵀ
+        g.output(matmul(v, b), "vb");                   // gemv
+        g.output(matmul(a, a, true, false), "ata");     // packed, Aᵀ, 700 columns
+      },
+      false);
+}
+
+TEST(ParallelSteps, BigElementwiseOpsAreBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program&, Graph& g) {
+        Var x = g.input("x", {257, 1001});
+        Var y = g.input("y", {257, 1001});
+        Var row = g.input("row", {1001});
+        Var col = g.input("col", {257, 1});
+        Var flat = g.input("flat", {200003});
+        g.output(tanh(x) + y * row - col, "e");
+        g.output(maximum(x, y) / (abs(y) + fill(y, 1)), "m");
+        g.output(gelu(sigmoid(flat)) * 2.f, "f");
+      },
+      false);
+}
+
+}  // namespace
+}  // namespace nnasm
