@@ -76,7 +76,9 @@ void ThreadPool::worker() {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       if (epoch_.load(std::memory_order_seq_cst) == seen && !stop_.load(std::memory_order_seq_cst)) {
         sleeps_.fetch_add(1, std::memory_order_relaxed);
-        futex_wait(&epoch_, seen);
+        // futex_wait may return spuriously (signals, EINTR): keep sleeping until the epoch moves
+        // (a new job, or the destructor, which bumps it before waking).
+        while (epoch_.load(std::memory_order_seq_cst) == seen) futex_wait(&epoch_, seen);
       }
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       continue;
