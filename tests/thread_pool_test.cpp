@@ -67,23 +67,33 @@ TEST(ThreadPool, IdleWorkersSleepAndWakeForTheNextJob) {
   ThreadPool pool(3);
   Counts c(4);
   pool.run(4, count_task, &c);
-  // After their spin the workers go to sleep. The deadline only keeps a broken pool from hanging
-  // the suite; a slow machine just takes longer to get there.
-  auto wait_for_sleeps = [&](uint64_t n) {
+  // After their spin both workers go to sleep. How many sleeps that took depends on whether a
+  // worker started late and slept once before the first job, so counts below are relative. The
+  // deadline only keeps a broken pool from hanging the suite; a slow machine takes longer.
+  auto wait_until = [&](const std::function<bool()>& done) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (pool.sleeps() < n && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    while (!done() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
   };
-  wait_for_sleeps(2);
-  EXPECT_EQ(pool.sleeps(), 2u);
-  // Asleep, they stay asleep: no new sleeps (which would mean a spurious wake and another spin).
+  // A worker counts itself as sleeping just before it checks for a job it missed, so wait for
+  // the count to hold still before taking it as settled.
+  uint64_t settled = ~0ull;
+  wait_until([&] {
+    if (pool.sleeping() != 2) return false;
+    const uint64_t before = pool.sleeps();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    settled = pool.sleeps();
+    return settled == before && pool.sleeping() == 2;
+  });
+  ASSERT_EQ(pool.sleeping(), 2);
+  // Asleep, they stay asleep: no new sleeps (which would mean a wake and another spin).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(pool.sleeps(), 2u);
+  EXPECT_EQ(pool.sleeps(), settled);
   EXPECT_EQ(pool.sleeping(), 2);
   pool.run(4, count_task, &c);
   for (int t = 0; t < 4; ++t) EXPECT_EQ(c.hits[t].load(), 2);
-  // The job woke both; each sleeps again after it.
-  wait_for_sleeps(4);
-  EXPECT_EQ(pool.sleeps(), 4u);
+  // The job woke both; each sleeps again after it, once.
+  wait_until([&] { return pool.sleeps() >= settled + 2 && pool.sleeping() == 2; });
+  EXPECT_EQ(pool.sleeps(), settled + 2);
 }
 
 TEST(ThreadPool, OneThreadHasNoWorkers) {
