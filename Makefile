@@ -95,17 +95,18 @@ test-isa: deps
 	for isa in ref avx2 avx512; do NNASM_ISA=$$isa NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1 || exit 1; done
 	NNASM_JIT=0 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 
+# One thread, like the baselines (tests/bench/threads_bench.cpp sets its own counts).
 # BENCH_ARGS passes more flags, e.g. BENCH_ARGS=--benchmark_filter=gemm.
 bench: deps
 	@$(MAKE) $(JOBS) $(BENCH)
-	$(BENCH) --benchmark_repetitions=5 --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+	NNASM_THREADS=1 $(BENCH) --benchmark_repetitions=5 --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 
 # The GEMM rows (nnasm, Eigen and the installed baselines), then their medians as one table with
 # each library's time over nnasm's (tests/bench/gemm_table.awk).
 bench-gemm: deps
 	@$(MAKE) $(JOBS) $(BENCH)
 	@mkdir -p $(BUILD)/bench
-	$(BENCH) --benchmark_filter=gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+	NNASM_THREADS=1 $(BENCH) --benchmark_filter=gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
 	  --benchmark_out=$(BUILD)/bench/gemm.csv --benchmark_out_format=csv $(BENCH_ARGS)
 	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
 
