@@ -26,6 +26,7 @@
 
 #include "engine/executor.h"
 #include "isa/program.h"
+#include "tests/jit_levels.h"
 
 namespace nnasm {
 namespace {
@@ -128,14 +129,9 @@ std::vector<Case> all_cases() {
   return v;
 }
 
-std::vector<Isa> isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::AVX2, Isa::AVX512})
-    if (i <= cpu_info().best) v.push_back(i);
-  return v;
-}
+std::vector<Isa> isas() { return jit_levels(); }
 
-int width(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
+int width(Isa isa) { return vector_floats(isa); }
 
 std::vector<int64_t> sizes(Isa isa) {
   const int w = width(isa);

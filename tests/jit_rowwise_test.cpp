@@ -24,6 +24,7 @@
 #include "engine/executor.h"
 #include "isa/program.h"
 #include "ops/reduce/axis.h"
+#include "tests/jit_levels.h"
 
 namespace nnasm {
 namespace {
@@ -31,14 +32,9 @@ namespace {
 constexpr uint32_t GUARD = 0x7fa5a5a5u;
 constexpr double EPS = 1.0 / (1 << 24);  // half an ulp at 1
 
-std::vector<Isa> isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::AVX2, Isa::AVX512})
-    if (i <= cpu_info().best) v.push_back(i);
-  return v;
-}
+std::vector<Isa> isas() { return jit_levels(); }
 
-int width(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
+int width(Isa isa) { return vector_floats(isa); }
 
 std::vector<int64_t> lengths(Isa isa) {
   const int w = width(isa);

@@ -19,6 +19,7 @@
 
 #include "engine/jit/elementwise.h"
 #include "engine/jit/vmath.h"
+#include "tests/jit_levels.h"
 
 namespace nnasm {
 namespace {
@@ -71,12 +72,7 @@ std::vector<Fn> functions() {
   };
 }
 
-std::vector<Isa> isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::AVX2, Isa::AVX512})
-    if (i <= cpu_info().best) v.push_back(i);
-  return v;
-}
+std::vector<Isa> isas() { return jit_levels(); }
 
 // Applies f to x with a kernel from the elementwise generator (so dst is src's register, the
 // hardest case for a snippet).

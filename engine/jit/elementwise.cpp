@@ -197,25 +197,8 @@ Result<KernelRef> elementwise_kernel(const EwSpec& s, KernelCache& cache) {
   const std::string name = fmt::format("f32_{}__{}", s.op, isa_name(s.isa));
   std::string key = fmt::format("{}|{}x{}|{}>{}|{}", name, s.rows, s.inner, feeds, s.n_out, s.imms);
   if (s.out_skip || !s.in_skip.empty()) key += fmt::format("|skip{}:{}", fmt::join(s.in_skip, ","), s.out_skip);
-  return cache.get(key, [&]() -> Result<KernelRef> {
-    auto emit = [&](CodeGenerator& g) { return emit_elementwise(g, s); };
-    // Measure first, so the code buffer is exactly as large as the code. The scratch buffer is
-    // 64-byte aligned like the final one, so align() pads alike.
-    size_t bytes = 0;
-    {
-      AlignedBuffer scratch(MEASURE_BYTES);
-      if (scratch.empty()) return Status::errorf("generating {}: out of memory", name);
-      try {
-        CodeGenerator m(MEASURE_BYTES, scratch.data());
-        Status st = emit(m);
-        if (!st) return st.with_prefix(fmt::format("generating {}: ", name));
-        bytes = m.getSize();
-      } catch (const Xbyak::Error& e) {
-        return Status::errorf("generating {}: xbyak: {}", name, e.what());
-      }
-    }
-    return build_kernel(name, bytes, emit);
-  });
+  return build_kernel_measured(cache, key, name, MEASURE_BYTES,
+                               [&](CodeGenerator& g) { return emit_elementwise(g, s); });
 }
 
 namespace {

@@ -3,6 +3,10 @@
 
 #include <xbyak/xbyak.h>
 
+#include <fmt/format.h>
+
+#include "engine/tensor.h"
+
 namespace nnasm {
 
 JitKernel::~JitKernel() = default;
@@ -36,6 +40,28 @@ Result<std::shared_ptr<const JitKernel>> KernelCache::get(
   Result<std::shared_ptr<const JitKernel>> r = build();
   map_.emplace(key, r);
   return r;
+}
+
+Result<std::shared_ptr<const JitKernel>> build_kernel_measured(KernelCache& cache, const std::string& key,
+                                                               const std::string& name, size_t measure_bytes,
+                                                               const std::function<Status(Xbyak::CodeGenerator&)>& emit) {
+  return cache.get(key, [&]() -> Result<std::shared_ptr<const JitKernel>> {
+    size_t bytes = 0;
+    {
+      // 64-byte aligned like the final buffer, so align() pads alike.
+      AlignedBuffer scratch(measure_bytes);
+      if (scratch.empty()) return Status::errorf("generating {}: out of memory", name);
+      try {
+        Xbyak::CodeGenerator m(measure_bytes, scratch.data());
+        Status st = emit(m);
+        if (!st) return st.with_prefix(fmt::format("generating {}: ", name));
+        bytes = m.getSize();
+      } catch (const Xbyak::Error& e) {
+        return Status::errorf("generating {}: xbyak: {}", name, e.what());
+      }
+    }
+    return build_kernel(name, bytes, emit);
+  });
 }
 
 size_t KernelCache::size() const {

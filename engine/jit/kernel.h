@@ -46,6 +46,15 @@ class JitKernel {
 Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, size_t max_bytes,
                                                       const std::function<Status(Xbyak::CodeGenerator&)>& emit);
 
+class KernelCache;
+
+// The kernel for `key` from `cache`, generated the first time by running `emit` twice: once into
+// a scratch buffer of `measure_bytes` to learn the code's size, then into a code buffer of exactly
+// that size (so small kernels do not each hold a large buffer). Errors as build_kernel.
+Result<std::shared_ptr<const JitKernel>> build_kernel_measured(KernelCache& cache, const std::string& key,
+                                                               const std::string& name, size_t measure_bytes,
+                                                               const std::function<Status(Xbyak::CodeGenerator&)>& emit);
+
 class KernelCache {
  public:
   // The kernel for `key`, built by `build` the first time. A failed build is remembered too (so a

@@ -155,26 +155,6 @@ class Gen {
   }
 };
 
-// Measures the code, then builds it in a buffer of exactly that size, through the cache.
-Result<KernelRef> build(KernelCache& cache, const std::string& name, const std::string& key, size_t measure_bytes,
-                        const std::function<Status(CodeGenerator&)>& emit) {
-  return cache.get(key, [&]() -> Result<KernelRef> {
-    size_t bytes = 0;
-    {
-      AlignedBuffer scratch(measure_bytes);
-      if (scratch.empty()) return Status::errorf("generating {}: out of memory", name);
-      try {
-        CodeGenerator m(measure_bytes, scratch.data());
-        Status st = emit(m);
-        if (!st) return st.with_prefix(fmt::format("generating {}: ", name));
-        bytes = m.getSize();
-      } catch (const Xbyak::Error& e) {
-        return Status::errorf("generating {}: xbyak: {}", name, e.what());
-      }
-    }
-    return build_kernel(name, bytes, emit);
-  });
-}
 
 int unroll_for(const Gen& G, int per_copy, int shared) {
   const int free = G.v.num_vregs() - shared - (G.v.avx512() ? 0 : 1);
@@ -823,7 +803,7 @@ Result<KernelRef> rowwise_kernel(const RowSpec& s, KernelCache& cache) {
   const std::string name = fmt::format("f32_{}__{}_{}", row_op_name(s.op), isa_name(s.isa), row ? "row" : "col");
   const std::string key = fmt::format("{}|{}x{}x{}", name, s.outer, s.len, s.inner);
   const bool softmax = s.op == RowOp::SOFTMAX || s.op == RowOp::LOGSOFTMAX;
-  return build(cache, name, key, 256 * 1024, [s, row, softmax](CodeGenerator& g) {
+  return build_kernel_measured(cache, key, name, 256 * 1024, [s, row, softmax](CodeGenerator& g) {
     if (softmax) return row ? emit_softmax_row(g, s) : emit_softmax_col(g, s);
     return row ? emit_reduce_row(g, s) : emit_reduce_col(g, s);
   });
@@ -836,7 +816,7 @@ Result<KernelRef> softmax_ce_kernel(Isa isa, int64_t rows, int64_t classes, bool
       fmt::format("f32_softmax_ce{}_{}__{}", bwd ? "_bwd" : "", ids ? "ids" : "probs", isa_name(isa));
   const std::string key = fmt::format("{}|{}x{}", name, rows, classes);
   const CeSpec s{isa, rows, classes, ids, bwd};
-  return build(cache, name, key, 256 * 1024, [s](CodeGenerator& g) { return emit_softmax_ce(g, s); });
+  return build_kernel_measured(cache, key, name, 256 * 1024, [s](CodeGenerator& g) { return emit_softmax_ce(g, s); });
 }
 
 Result<KernelRef> clip_norm_kernel(Isa isa, const std::vector<int64_t>& sizes, double max_norm, KernelCache& cache) {
@@ -846,7 +826,7 @@ Result<KernelRef> clip_norm_kernel(Isa isa, const std::vector<int64_t>& sizes, d
   const std::string name = fmt::format("f32_clip_grad_norm__{}", isa_name(isa));
   std::string key = fmt::format("{}|{:016x}|", name, dbits(max_norm));
   for (int64_t n : sizes) key += fmt::format("{},", n);
-  return build(cache, name, key, size_t(8) << 20,
+  return build_kernel_measured(cache, key, name, size_t(8) << 20,
                [isa, sizes, max_norm](CodeGenerator& g) { return emit_clip(g, isa, sizes, max_norm); });
 }
 
