@@ -132,8 +132,9 @@ struct Built {
 
 // Records `record` with `threads` threads at `isa`, fills the f32 inputs deterministically, runs
 // `steps` times (train steps when `train`), and returns every f32 tensor's bytes in program order.
+// *max_parts: the most parts of any step; *max_update_parts: of any optimizer step.
 std::vector<std::vector<float>> run_program(const std::function<void(Program&, Graph&)>& record, Isa isa, int threads,
-                                            bool train, int* max_parts) {
+                                            bool train, int* max_parts, int* max_update_parts) {
   Built b;
   b.ctx.set_jit(JitConfig{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa});
   b.ctx.set_threads(threads);
@@ -153,8 +154,12 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
     else
       for (int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = static_cast<int32_t>(i % 10);
   }
-  *max_parts = 1;
-  for (size_t i = 0; i < b.p.code().size(); ++i) *max_parts = std::max(*max_parts, b.ex->parts(i));
+  *max_parts = *max_update_parts = 1;
+  for (size_t i = 0; i < b.p.code().size(); ++i) {
+    *max_parts = std::max(*max_parts, b.ex->parts(i));
+    if (b.p.code()[i].info().category == OpCategory::OPTIMIZER)
+      *max_update_parts = std::max(*max_update_parts, b.ex->parts(i));
+  }
   for (int s = 0; s < 2; ++s) train ? b.ex->train_step() : b.ex->run();
   std::vector<std::vector<float>> out;
   for (TensorId id : b.p.tensors()) {
@@ -164,15 +169,20 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
   return out;
 }
 
-void expect_same_for_any_threads(const std::function<void(Program&, Graph&)>& record, bool train) {
+// `split_updates`: also require some optimizer step to be split (JIT, threads > 1).
+void expect_same_for_any_threads(const std::function<void(Program&, Graph&)>& record, bool train,
+                                 bool split_updates = false) {
   for (Isa isa : isas()) {
-    int parts1 = 0, parts = 0;
-    const auto one = run_program(record, isa, 1, train, &parts1);
+    int parts1 = 0, parts = 0, update1 = 0, update = 0;
+    const auto one = run_program(record, isa, 1, train, &parts1, &update1);
     EXPECT_EQ(parts1, 1);
     for (int threads : {2, 3}) {
-      const auto many = run_program(record, isa, threads, train, &parts);
+      const auto many = run_program(record, isa, threads, train, &parts, &update);
       if (isa != Isa::REF) {
         EXPECT_GT(parts, 1) << "no step was split at " << isa_name(isa);
+        if (split_updates) {
+          EXPECT_GT(update, 1) << "no update step was split at " << isa_name(isa);
+        }
       }
       ASSERT_EQ(one.size(), many.size());
       for (size_t k = 0; k < one.size(); ++k)
@@ -182,13 +192,13 @@ void expect_same_for_any_threads(const std::function<void(Program&, Graph&)>& re
   }
 }
 
-void mlp(Program& p, Graph& g, int64_t batch, bool train) {
+void mlp(Program& p, Graph& g, int64_t batch, bool train, const OptimizerSpec& opt = sgd(0.01, 0.9)) {
   Var x = g.input("x", {batch, 784});
   Var labels = g.input("labels", {batch}, DType::I32);
   Var h = relu(linear(relu(linear(x, 256)), 128));
   g.output(softmax_ce(linear(h, 10), labels), "loss");
   if (train) {
-    ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01, 0.9)));
+    ASSERT_TRUE(make_trainable(p, p.find("loss"), opt));
   }
 }
 
@@ -198,6 +208,16 @@ TEST(ParallelSteps, MlpForwardBatch1IsBitwiseTheSame) {
 
 TEST(ParallelSteps, MlpTrainingBatch64IsBitwiseTheSame) {
   expect_same_for_any_threads([](Program& p, Graph& g) { mlp(p, g, 64, true); }, true);
+}
+
+// The 784→256 weight (200,704 elements) is big enough for its update to be split.
+TEST(ParallelSteps, MlpTrainingUpdatesAreSplitAndBitwiseTheSame) {
+  const OptimizerSpec opts[] = {sgd(0.01, 0.9), sgd(0.01, 0.9, true, 1e-4), adam(1e-3), adam(1e-3, 1e-4),
+                                adamw(1e-3), rmsprop(1e-2)};
+  for (const OptimizerSpec& opt : opts) {
+    SCOPED_TRACE(&opt - opts);
+    expect_same_for_any_threads([&opt](Program& p, Graph& g) { mlp(p, g, 64, true, opt); }, true, true);
+  }
 }
 
 TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {

@@ -18,6 +18,9 @@
 //            with the reference's operations in the reference's order, so bitwise equal to it.
 //            ADAM/ADAMW get lr, the bias corrections 1 − βᵗ (in double, as the reference) and lr·λ
 //            from a host function the kernel calls once per run.
+// Parts      weights of ≥ 64K elements split into disjoint runs (≥ 32K elements each, whole cache
+//            lines) as the unary ops; each part's kernel runs the host function itself, which
+//            depends on lr, t and the immediates only, so all parts use the same scalars.
 #include <cmath>
 
 #include "engine/jit/elementwise.h"
@@ -112,7 +115,18 @@ Result<KernelRef> optim_kernel(const JitRequest& r, KernelCache& cache, EwSpec s
   if (n <= 0) return KernelRef();
   s.isa = r.isa;
   s.inner = n;
+  elementwise_part(&s, r.part, r.n_parts);
   return elementwise_kernel(s, cache);
+}
+
+// Parts: disjoint runs of the weight (and its state), as unary_parts. Every element gets the
+// whole-step kernel's arithmetic; ADAM's host function reads only lr, t and the immediates, so
+// every part computes the same per-run scalars.
+int optim_parts(const JitRequest& r, int threads) {
+  EwSpec s;
+  s.inner = r.in[0].shape.numel();
+  s.in = {Feed::STREAM};
+  return elementwise_max_parts(s, threads);
 }
 
 Result<KernelRef> sgd_jit(const JitRequest& r, KernelCache& cache) {
@@ -225,9 +239,9 @@ Result<KernelRef> rmsprop_jit(const JitRequest& r, KernelCache& cache) {
 
 }  // namespace
 
-OpHooks op_hooks_SGD() { return {sgd_shape, sgd_ref, nullptr, nullptr, sgd_jit}; }
-OpHooks op_hooks_ADAM() { return {adam_shape, adam_ref<false>, nullptr, nullptr, adam_jit<false>}; }
-OpHooks op_hooks_ADAMW() { return {adam_shape, adam_ref<true>, nullptr, nullptr, adam_jit<true>}; }
-OpHooks op_hooks_RMSPROP() { return {rmsprop_shape, rmsprop_ref, nullptr, nullptr, rmsprop_jit}; }
+OpHooks op_hooks_SGD() { return {sgd_shape, sgd_ref, nullptr, nullptr, sgd_jit, optim_parts}; }
+OpHooks op_hooks_ADAM() { return {adam_shape, adam_ref<false>, nullptr, nullptr, adam_jit<false>, optim_parts}; }
+OpHooks op_hooks_ADAMW() { return {adam_shape, adam_ref<true>, nullptr, nullptr, adam_jit<true>, optim_parts}; }
+OpHooks op_hooks_RMSPROP() { return {rmsprop_shape, rmsprop_ref, nullptr, nullptr, rmsprop_jit, optim_parts}; }
 
 }  // namespace nnasm
