@@ -92,7 +92,10 @@ Var matmul(At a, Var b, bool ta, bool tb) {
   return rec(a, Opcode::MATMUL, {a.v, b}, {{"transA", imm_i(ta)}, {"transB", imm_i(tb)}});
 }
 
-Var linear(At x, Var w, Var b) { return rec(x, Opcode::LINEAR, {x.v, w, b}); }
+Var linear(At x, Var w, Var b, Activation act, float act_alpha) {
+  return rec(x, Opcode::LINEAR, {x.v, w, b},
+             {{"act", imm_i(static_cast<int64_t>(act))}, {"act_alpha", imm_f(act_alpha)}});
+}
 
 Var linear(At x, int64_t out_features, const LinearOptions& opt) {
   Graph* g = graph_of(x);
@@ -104,7 +107,7 @@ Var linear(At x, int64_t out_features, const LinearOptions& opt) {
   const std::string bn = opt.name.empty() ? p.fresh_name("b") : opt.name + ".b";
   Var w = g->param(wn, Shape{s[s.rank - 1], out_features}, opt.weight_init, x.loc);
   Var b = g->param(bn, Shape{out_features}, opt.bias_init, x.loc);
-  return linear(x, w, b);
+  return linear(x, w, b, opt.act, opt.act_alpha);
 }
 
 Var add(At a, Var b, float alpha, float beta) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/activation.h"
 #include "engine/status.h"
 #include "isa/program.h"
 
@@ -60,6 +61,11 @@ struct LinearOptions {
   std::string name;  // params are @NAME.w and @NAME.b; empty: @wN and @bN
   InitSpec weight_init{InitKind::HE_NORMAL, 0, 0};
   InitSpec bias_init{InitKind::ZEROS, 0, 0};
+  // Fused into the LINEAR: y = act(x·W + b); act_alpha is the activation's immediate (slope,
+  // alpha, threshold, beta; it has no default of its own). See ops/linalg/linear.cpp for the
+  // activations that have a gradient.
+  Activation act = Activation::NONE;
+  float act_alpha = 0;
 };
 
 class Graph {
@@ -88,9 +94,10 @@ class Graph {
 
 // Linear algebra
 Var matmul(At a, Var b, bool trans_a = false, bool trans_b = false);
-// y = x·W + b with W [in, out] and b [out] created as params, in inferred from x.
+// y = act(x·W + b) with W [in, out] and b [out] created as params, in inferred from x; act and
+// act_alpha from opt (default none).
 Var linear(At x, int64_t out_features, const LinearOptions& opt = {});
-Var linear(At x, Var w, Var b);
+Var linear(At x, Var w, Var b, Activation act = Activation::NONE, float act_alpha = 0);
 
 // Binary elementwise (numpy broadcasting)
 Var add(At a, Var b, float alpha = 1, float beta = 1);

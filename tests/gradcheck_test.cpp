@@ -132,6 +132,17 @@ Cases matmul_cases() {
   return v;
 }
 
+GradCase fused(Activation act, float alpha) {
+  return {fmt::format("act={} act_alpha={}", activation_name(act), alpha),
+          [=](Graph& g) {
+            Var x = g.input("x", {3, 4});
+            Var w = g.param("w", {4, 5}, {InitKind::UNIFORM, -1, 1});
+            Var b = g.param("b", {5}, {InitKind::UNIFORM, -1, 1});
+            return Built{linear(x, w, b, act, alpha), {x, w, b}};
+          },
+          all_of({put("x", uniform(-0.1, 0.1)), put("w", uniform(-0.1, 0.1)), put("b", signed_between(0.5, 1.5))})};
+}
+
 Cases linear_cases() {
   return {{"rank-3 x",
            [](Graph& g) {
@@ -145,7 +156,14 @@ Cases linear_cases() {
              Var w = g.param("w", {3, 2}, {InitKind::UNIFORM, -1, 1});
              Var b = g.param("b", {2}, {InitKind::UNIFORM, -1, 1});
              return Built{linear(x, w, b), {x, w, b}};
-           }}};
+           }},
+          // Fused activations: x and W small, |b| in [0.5, 1.5], so that the pre-activation stays
+          // away from the kinks (clipped_relu's threshold 2 included) whatever the nudge.
+          fused(Activation::RELU, 0),
+          fused(Activation::LEAKYRELU, 0.2f),
+          fused(Activation::CLIPPED_RELU, 2.f),
+          fused(Activation::SIGMOID, 0),
+          fused(Activation::TANH, 0)};
 }
 
 // A binary op on inputs a and b of the given shapes.
@@ -358,6 +376,25 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
 
 // ---------------------------------------------------------------------------------------------
 // When there is no gradient to be had
+
+// A fused activation whose derivative needs the pre-activation, which LINEAR does not keep.
+TEST(GradErrors, LinearWithASmoothActivationSaysUnfuseIt) {
+  for (Activation act : {Activation::GELU, Activation::SWISH, Activation::ELU}) {
+    Context ctx;
+    Program p(ctx);
+    Graph g(p);
+    Var x = g.input("x", {2, 3});
+    Var w = g.param("w", {3, 4}, {InitKind::UNIFORM, -1, 1}), b = g.param("b", {4});
+    Var y = reduce_sum(linear(x, w, b, act, 1.f));
+    ASSERT_TRUE(g.status()) << g.status().message();
+    const Result<std::vector<TensorId>> gr = grad(p, y.id(), {x.id()});
+    ASSERT_FALSE(gr.is_ok());
+    EXPECT_NE(gr.status().message().find(fmt::format("LINEAR with act={} has no backward rule: unfuse it",
+                                                     activation_name(act))),
+              std::string::npos)
+        << gr.status().message();
+  }
+}
 
 TEST(GradErrors, OpWithoutARuleOnThePathIsNamed) {
   {

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/activation.h"
 #include "engine/executor.h"
 #include "engine/jit/cpu.h"
 #include "isa/program.h"
@@ -43,9 +44,12 @@ struct Case {
   std::vector<Shape> in;
   bool ta = false, tb = false;
   int64_t k = 0;  // inner dimension, for the tolerance
+  Activation act = Activation::NONE;  // LINEAR's fused activation
+  double act_alpha = 0;
   std::string str() const {
     std::string s = op == Opcode::MATMUL ? "MATMUL" : "LINEAR";
     for (const Shape& x : in) s += " " + x.str();
+    if (act != Activation::NONE) s += fmt::format(" act={} act_alpha={}", activation_name(act), act_alpha);
     if (ta) s += " transA";
     if (tb) s += " transB";
     return s;
@@ -102,6 +106,13 @@ Outcome run(const Case& c, const std::vector<std::vector<float>>& inputs, JitCon
     t.i = c.tb;
     EXPECT_TRUE(set_imm(ins, "transB", t));
   }
+  if (c.act != Activation::NONE) {
+    Imm a;
+    a.type = ImmType::ENUM;
+    a.i = static_cast<int64_t>(c.act);
+    EXPECT_TRUE(set_imm(ins, "act", a));
+    EXPECT_TRUE(set_imm(ins, "act_alpha", imm_f(c.act_alpha)));
+  }
   Result<std::vector<TensorId>> outs = p.append_new(ins);
   if (!outs) return failed(outs.status().message());
   p.mark_output(outs.value()[0]);
@@ -138,7 +149,8 @@ std::vector<std::vector<float>> inputs_for(const Case& c, std::mt19937& rng, boo
 // The kernel name the plan should pick (engine/jit/gemm_plan.cpp): dot products for up to 8 rows
 // with transB, GEMV for a few rows without, the packed GEMM otherwise.
 std::string expected_kernel_prefix(const Case& c, Isa isa, int64_t rows) {
-  const std::string op = c.op == Opcode::MATMUL ? "matmul" : "linear";
+  std::string op = c.op == Opcode::MATMUL ? "matmul" : "linear";
+  if (c.act != Activation::NONE) op += std::string("_") + activation_name(c.act);
   const std::string pre = fmt::format("f32_{}__{}_", op, isa_name(isa));
   const bool avx512 = isa == Isa::AVX512;
   if (c.tb && rows <= 8) return pre + fmt::format("dot_m{}", rows);
@@ -173,7 +185,11 @@ void check(const Case& c, Isa isa, int64_t rows, std::mt19937& rng) {
     }
     int bad = 0;
     for (size_t i = 0; i < jit.y.size(); ++i) {
-      const double tol = integers ? 0 : 1e-6 * static_cast<double>(c.k) * mag[i];
+      // A smooth activation: the sum's error passed on (|f'| ≤ 1.13), and vmath's few ulp
+      // against the reference's libm.
+      const bool smooth = c.act >= Activation::ELU && c.act != Activation::CLIPPED_RELU;
+      const double tol = (integers ? 0 : (smooth ? 1.2e-6 : 1e-6) * static_cast<double>(c.k) * mag[i]) +
+                         (smooth ? 1e-6 * std::max(1.0, std::fabs(static_cast<double>(ref.y[i]))) : 0);
       const bool ok = std::fabs(static_cast<double>(jit.y[i]) - ref.y[i]) <= tol;
       if (!ok && bad++ < 5)
         ADD_FAILURE() << fmt::format("{} inputs, element {}: got {}, reference {}", integers ? "integer" : "real", i,
@@ -270,6 +286,29 @@ TEST(JitGemm, LinearSizes) {
         if (HasFatalFailure()) return;
       }
   for (Isa isa : isa_levels()) check(linear({2, 3, 17}, 33), isa, 6, rng);  // rows = 2·3
+}
+
+// The fused activation: GEMV and packed shapes, N tails, several K blocks (the activation only
+// after the last), at every ISA, for relu and smooth ones, against the reference.
+TEST(JitGemm, LinearActivations) {
+  std::mt19937 rng(7);
+  const std::pair<Activation, double> acts[] = {{Activation::RELU, 0},       {Activation::GELU_TANH, 0},
+                                                {Activation::SIGMOID, 0},    {Activation::LEAKYRELU, 0.1},
+                                                {Activation::CLIPPED_RELU, 2}, {Activation::SWISH, 1.5},
+                                                {Activation::GELU, 0},       {Activation::ELU, 0.7},
+                                                {Activation::TANH, 0}};
+  const int64_t shapes[][3] = {{1, 7, 33},  {3, 17, 5},   {5, 300, 17},  {13, 64, 200}, {20, 45, 33},
+                               {64, 520, 70}, {7, 784, 16}, {33, 257, 1}, {200, 9, 65},
+                               {40, 257, 45}};
+  for (Isa isa : isa_levels())
+    for (const auto& [act, alpha] : acts)
+      for (const auto& sh : shapes) {
+        Case c = linear({sh[0], sh[1]}, sh[2]);
+        c.act = act;
+        c.act_alpha = alpha;
+        check(c, isa, sh[0], rng);
+        if (HasFatalFailure()) return;
+      }
 }
 
 // Batch dimensions: equal, broadcast on either side, broadcast against each other, folded into

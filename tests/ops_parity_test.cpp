@@ -341,6 +341,28 @@ void cases_matmul(ParityRun& r) {
     }
 }
 
+// LINEAR's fused activations, written out in double: name, act_alpha, f.
+struct LinearAct {
+  const char* name;
+  double alpha;
+  std::function<double(double)> f;
+};
+const std::vector<LinearAct>& linear_acts() {
+  static const std::vector<LinearAct> acts = {
+      {"none", 0.3, [](double z) { return z; }},
+      {"relu", 0, [](double z) { return z > 0 ? z : 0; }},
+      {"leakyrelu", 0.1, [](double z) { return z > 0 ? z : 0.1 * z; }},
+      {"elu", 0.7, [](double z) { return z > 0 ? z : 0.7 * (std::exp(z) - 1); }},
+      {"clipped_relu", 0.5, [](double z) { return z < 0 ? 0 : (z > 0.5 ? 0.5 : z); }},
+      {"sigmoid", 0, sigmoid_d},
+      {"tanh", 0, [](double z) { return std::tanh(z); }},
+      {"gelu", 0, gelu_erf_d},
+      {"gelu_tanh", 0, gelu_tanh_d},
+      {"swish", 1.5, [](double z) { return z * sigmoid_d(1.5 * z); }},
+  };
+  return acts;
+}
+
 void cases_linear(ParityRun& r) {
   struct Case {
     std::vector<int64_t> rows;
@@ -348,28 +370,37 @@ void cases_linear(ParityRun& r) {
   };
   const Case cases[] = {{{}, 1, 1},      {{}, 7, 1},        {{1}, 1, 7},    {{3}, 17, 33},     {{2, 3}, 16, 15},
                         {{1}, 33, 7},    {{65}, 70, 65},    {{2, 2, 2}, 15, 16}, {{1031}, 1, 3}, {{7}, 33, 17}};
-  for (const Case& c : cases) {
-    std::vector<int64_t> xd = c.rows;
-    xd.push_back(c.in);
-    const HostTensor x = random_f32(shape_of(xd), r.rng());
-    const HostTensor w = random_f32(Shape{c.in, c.out}, r.rng());
-    const HostTensor b = random_f32(Shape{c.out}, r.rng());
-    std::vector<int64_t> yd = c.rows;
-    yd.push_back(c.out);
-    Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {}, sum_tol(c.in + 1)};
-    const int64_t rows = count_of(x.type.shape) / c.in;
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t j = 0; j < c.out; ++j) {
-        double acc = b.v[j], mag = std::fabs(b.v[j]);
-        for (int64_t p = 0; p < c.in; ++p) {
-          const double t = x.v[row * c.in + p] * w.v[p * c.out + j];
-          acc += t;
-          mag += std::fabs(t);
+  // Without an activation (default immediates), then every activation on every case.
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    for (const Case& c : cases) {
+      std::vector<int64_t> xd = c.rows;
+      xd.push_back(c.in);
+      const HostTensor x = random_f32(shape_of(xd), r.rng());
+      const HostTensor w = random_f32(Shape{c.in, c.out}, r.rng());
+      const HostTensor b = random_f32(Shape{c.out}, r.rng());
+      std::vector<int64_t> yd = c.rows;
+      yd.push_back(c.out);
+      // An activation passes the sum's error on times |f'| (at most 1.13, gelu) and adds its own
+      // few ulp of f (at most 1 + |z|).
+      const Tolerance st = sum_tol(c.in + 1);
+      Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {},
+                 a < 0 ? st : Tolerance{st.atol + 1e-6, 1.2 * st.rtol + 1e-6}};
+      std::vector<ImmArg> imms;
+      if (a >= 0) imms = {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)};
+      const int64_t rows = count_of(x.type.shape) / c.in;
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t j = 0; j < c.out; ++j) {
+          double acc = b.v[j], mag = std::fabs(b.v[j]);
+          for (int64_t p = 0; p < c.in; ++p) {
+            const double t = x.v[row * c.in + p] * w.v[p * c.out + j];
+            acc += t;
+            mag += std::fabs(t);
+          }
+          e.t.v.push_back(a < 0 ? acc : linear_acts()[a].f(acc));
+          e.mag.push_back(mag);
         }
-        e.t.v.push_back(acc);
-        e.mag.push_back(mag);
-      }
-    r.check({x, w, b}, {}, e);
+      r.check({x, w, b}, imms, e);
+    }
   }
 }
 

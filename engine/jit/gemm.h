@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/jit/act_snippet.h"
 #include "engine/jit/cpu.h"
 #include "engine/jit/kernel.h"
 #include "engine/shape.h"
@@ -32,6 +33,10 @@ struct GemmJitDesc {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;  // A stored [K,M] / B stored [N,K]
   bool bias = false;                      // add in[2] (f32[N]) to every row of C
+  // Applied to every element of C after the whole sum (bias included), with its immediate:
+  // C = act(op(A)·op(B) + bias). The dot kernel does not cover it (a null kernel).
+  Activation act = Activation::NONE;
+  float act_alpha = 0;
   // Batch dimensions of C and of the operands (numpy broadcasting, as MATMUL); rank 0 for none.
   Shape batch, a_batch, b_batch;
   // Only these columns of C, [n_begin, n_end) (a parallel part's slice); n_end 0: all of them.
@@ -43,8 +48,8 @@ struct GemmJitDesc {
 size_t jit_gemm_scratch_bytes(const GemmJitDesc& d);
 
 // The kernel for `d` on `isa` (AVX2 or AVX512), from `cache` or generated into it. A null kernel
-// when the case is not covered (an operand over 2 GiB, or isa REF); an error when generation
-// failed. Allocates; thread-safe (the cache locks).
+// when the case is not covered (an operand over 2 GiB, isa REF, an activation on the dot
+// kernel); an error when generation failed. Allocates; thread-safe (the cache locks).
 Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache);
 
 // Parallel parts: how many slices of N (each a multiple of the micro-kernel width, so that every

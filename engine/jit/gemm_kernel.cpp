@@ -9,8 +9,10 @@
 
 #include <xbyak/xbyak.h>
 
+#include "engine/jit/act_snippet.h"
 #include "engine/jit/frame.h"
 #include "engine/jit/gemm_plan.h"
+#include "engine/jit/vecgen.h"
 
 namespace nnasm {
 namespace gemm {
@@ -43,7 +45,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class Gen {
  public:
-  Gen(CodeGenerator& g, const Plan& p) : g_(g), p_(p), avx512_(p.isa == Isa::AVX512), vb_(p.vlen * 4) {}
+  Gen(CodeGenerator& g, const Plan& p)
+      : g_(g), p_(p), avx512_(p.isa == Isa::AVX512), vb_(p.vlen * 4), vg_(g, p.isa) {}
   void emit();
 
  private:
@@ -74,6 +77,7 @@ class Gen {
   void columns(int mr, int64_t w, int64_t kcw);
   Label& micro(int mr, int nv, int lanes, int64_t kc) { return micro_[MicroKey{mr, nv, lanes, kc}]; }
   void emit_micro(const MicroKey& key, Label& entry);
+  void activate(int mr, int nv, bool masked, int smask);
   void pack(int64_t w, int64_t kcw);
   void pack_panel(int64_t wp, int64_t kcw);
   void pack_transposed(int64_t rows, int64_t kcw, int64_t src_stride, int64_t dst_stride, int blocks);
@@ -91,6 +95,7 @@ class Gen {
   const Plan& p_;
   const bool avx512_;
   const int vb_;  // bytes per vector
+  VecGen vg_;     // the activation snippets' constants
   std::map<MicroKey, Label> micro_;
   int mg_ = 0, rows_ = 0;  // dot: rows of A in this pass, rows of Bᵀ per group
   Label mask_table_;
@@ -158,7 +163,8 @@ void Gen::unrolled(int64_t total, int u, const Reg64& counter, Step step, Advanc
 //   rsi          A at (first row of the panel, first k of the block)
 //   rdx          B panel (packed) or B at (k block, column) (gemv); dot: current rows of Bᵀ
 //   rcx          C at (row panel, column);  r8 bias at the column
-//   r9           0 while the first K block is written, 1 once C holds a partial sum
+//   r9           bit 0: 0 while the first K block is written, 1 once C holds a partial sum;
+//                bit 1: the last K block (apply the activation), set only when there is one
 //   rbp          column-panel counter (packing, dot: k-step counter)
 //   rax r10 r11  micro-kernel counter and moving A/B pointers; packing source/destination
 //   [rsp+..]     batch counters, N/K block counters and offsets (S_* above)
@@ -186,6 +192,7 @@ void Gen::emit() {
     g_.L(mask_table_);
     for (int i = 0; i < 16; ++i) g_.dd(i < 8 ? 0xffffffffu : 0u);
   }
+  vg_.finish();
 }
 
 void Gen::batch(size_t d) {
@@ -227,6 +234,17 @@ void Gen::n_block(int64_t w) {
   const int64_t blocks = ceil_div(p_.k, p_.kc), last = p_.k - (blocks - 1) * p_.kc;
   g_.xor_(r9d, r9d);
   g_.mov(g_.qword[rsp + S_PC], 0);
+  if (p_.act != Activation::NONE) {
+    // The last block on its own, flagged, so that its epilogue applies the activation.
+    repeat_slot(blocks - 1, S_PC_CNT, [&] {
+      k_block(w, p_.kc);
+      g_.mov(r9d, 1);
+      g_.add(g_.qword[rsp + S_PC], p_.kc);
+    });
+    g_.or_(r9d, 2);
+    k_block(w, last);
+    return;
+  }
   repeat_slot(last == p_.kc ? blocks : blocks - 1, S_PC_CNT, [&] {
     k_block(w, p_.kc);
     g_.mov(r9d, 1);
@@ -300,8 +318,9 @@ void Gen::columns(int mr, int64_t w, int64_t kcw) {
 //   k1                   AVX-512: mask of the last vector
 //   rax                  k loop counter;  r10, r11 moving A and B pointers
 // The epilogue writes C (plus the bias row) on the first K block and adds into C after it.
-// A fused activation (the act= immediates) belongs after the last K block's sum, before the
-// stores; C += (beta accumulation) is the r9 = 1 path from the first block on.
+// The last K block (r9 bit 1) then applies the activation to the C it has just written
+// (activate()): the accumulators fill the register file, so the activation reads C back from L1
+// a vector at a time with the snippet's scratch registers free. Earlier blocks store partial sums.
 void Gen::emit_micro(const MicroKey& key, Label& entry) {
   const int mr = key.mr, nv = key.nv, lanes = key.lanes;
   const bool masked = lanes < p_.vlen;
@@ -367,17 +386,27 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
   // AVX2 stores the last vector through a mask register: mk (gemv), else t1 (free by now).
   const int smask = b_masked ? mk : t1;
   auto c_at = [&](int i, int v) { return ptr[rcx + i * ldc + v * vb_]; };
-  auto store_all = [&] {
+  // Both paths end in the stores; the activation's code (the same for both) follows the second.
+  Label activation;
+  auto store_all = [&](bool first) {
     for (int i = 0; i < mr; ++i)
       for (int v = 0; v < nv; ++v) {
         if (!last(v)) g_.vmovups(c_at(i, v), acc(i, v));
         else if (avx512_) g_.vmovups(c_at(i, v) | k1, acc(i, v));
         else g_.vmaskmovps(c_at(i, v), Ymm(smask), Ymm(i * nv + v));
       }
+    if (p_.act != Activation::NONE) {
+      if (first) {
+        g_.jmp(activation, CodeGenerator::T_NEAR);
+        return;
+      }
+      g_.L(activation);
+      activate(mr, nv, masked, smask);
+    }
     g_.ret();
   };
   Label accumulate;
-  g_.test(r9d, r9d);
+  g_.test(r9d, 1);
   g_.jnz(accumulate, CodeGenerator::T_NEAR);
   if (masked && !avx512_ && !b_masked) g_.vmovups(Ymm(t1), mask_row(lanes));
   if (p_.bias) {
@@ -389,7 +418,7 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
       for (int i = 0; i < mr; ++i) g_.vaddps(acc(i, v), acc(i, v), vec(t0));
     }
   }
-  store_all();
+  store_all(true);
 
   g_.L(accumulate);
   if (masked && !avx512_ && !b_masked) g_.vmovups(Ymm(t1), mask_row(lanes));
@@ -404,7 +433,39 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
         g_.vaddps(acc(i, v), acc(i, v), vec(t0));
       }
     }
-  store_all();
+  store_all(false);
+}
+
+// Register map (activation; in: rcx C, r9 store mode, k1 / vec(smask) the tail mask):
+//   vec(0)  one vector of C;  vec(1..)  the snippet's scratch, past smask on AVX2
+//   r10     C at the current row;  rax  row counter (free after the k loop)
+// C = act(C) over the mr × nv tile just stored, when r9 says this is the last K block; a loop
+// over the rows, so that the code grows with nv only.
+void Gen::activate(int mr, int nv, bool masked, int smask) {
+  Label done;
+  g_.test(r9d, 2);
+  g_.jz(done, CodeGenerator::T_NEAR);
+  const ActSnippet s = act_snippet(p_.act, p_.act_alpha);
+  const Xmm x = vec(0);
+  std::vector<Xmm> t;
+  for (int r = 1; static_cast<int>(t.size()) < s.n_tmp; ++r)
+    if (avx512_ || !masked || r != smask) t.push_back(vec(r));
+  g_.mov(r10, rcx);
+  repeat(mr, rax, [&] {
+    for (int v = 0; v < nv; ++v) {
+      const Address c = ptr[r10 + v * vb_];
+      const bool tail = masked && v == nv - 1;
+      if (!tail) g_.vmovups(x, c);
+      else if (avx512_) g_.vmovups(x | k1 | T_z, c);
+      else g_.vmaskmovps(Ymm(0), Ymm(smask), c);
+      s.body(vg_, x, x, t);
+      if (!tail) g_.vmovups(c, x);
+      else if (avx512_) g_.vmovups(c | k1, x);
+      else g_.vmaskmovps(c, Ymm(smask), Ymm(0));
+    }
+    g_.add(r10, p_.ldc * 4);
+  });
+  g_.L(done);
 }
 
 // Packs op(B)[pc : pc+kcw, jc : jc+w] into NR-wide panels at rbx: panel p holds kcw rows of NR

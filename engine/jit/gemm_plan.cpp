@@ -47,6 +47,8 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
   p.ta = d.trans_a;
   p.tb = d.trans_b;
   p.bias = d.bias;
+  p.act = d.act;
+  p.act_alpha = d.act_alpha;
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
 
   const int64_t a_mat = p.m * p.k * 4, b_mat = p.k * p.n * 4, c_mat = p.m * p.n * 4;
@@ -117,6 +119,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.pack_a = true;
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
   }
+  if (p.mode == Mode::DOT && p.act != Activation::NONE) return false;
   if (p.pack_a) {
     p.ap_ks = ceil_div(p.mr_max, 8) * 32;
     p.ap_offset = (p.scratch + 63) / 64 * 64;
@@ -170,7 +173,12 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
                                 d.k, int(d.trans_a), int(d.trans_b), int(d.bias), d.batch.str(), d.a_batch.str(),
                                 d.b_batch.str());
   if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
-  const std::string name = fmt::format("f32_{}__{}_{}", d.op, isa_name(isa), p.impl);
+  std::string op = d.op;
+  if (d.act != Activation::NONE) {
+    op += fmt::format("_{}", activation_name(d.act));
+    key += fmt::format(":act{}:{}", static_cast<int>(d.act), d.act_alpha);
+  }
+  const std::string name = fmt::format("f32_{}__{}_{}", op, isa_name(isa), p.impl);
   return cache.get(key, [&] {
     // The largest kernel seen over a sweep of shapes (two row-panel heights, two K blocks, an N
     // tail, Bᵀ packing) is 34 KB.

@@ -33,6 +33,8 @@ struct Plan {
   // The product after folding batch dimensions into M where that is possible.
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false, bias = false;
+  Activation act = Activation::NONE;  // applied in the last K block's epilogue
+  float act_alpha = 0;
   // Row strides of B (not transposed) and C in floats: the whole N, which n is less than for a
   // part's slice; and the slice's first column, in bytes into C (and B, bias) at entry.
   int64_t ldb = 0, ldc = 0;
@@ -59,7 +61,8 @@ struct Plan {
 };
 
 // The plan for `d` on `isa` (AVX2 or AVX512). False when the case is not covered: an operand of
-// 2 GiB or more (the generated code addresses with 32-bit displacements).
+// 2 GiB or more (the generated code addresses with 32-bit displacements), or an activation on
+// the dot kernel.
 bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out);
 
 // Writes the kernel for `p` into `g` (engine/jit/gemm_kernel.cpp). Throws what xbyak throws.

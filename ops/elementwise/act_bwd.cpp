@@ -24,6 +24,7 @@
 
 #include "engine/jit/elementwise.h"
 #include "engine/jit/vmath.h"
+#include "ops/elementwise/activation.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -32,11 +33,7 @@ namespace {
 enum { FN, ALPHA };
 enum class Act { RELU, LEAKYRELU, ELU, CLIPPED_RELU, SIGMOID, TANH, GELU, GELU_TANH, SWISH, ABS };
 
-float sigmoid(float x) {
-  if (x >= 0) return 1.f / (1.f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.f + e);
-}
+using act::sigmoid;
 
 template <Act A>
 float derivative(float x, float a) {

@@ -26,19 +26,13 @@
 #include <cfloat>
 #include <cmath>
 
+#include "engine/jit/act_snippet.h"
 #include "engine/jit/elementwise.h"
-#include "engine/jit/vmath.h"
+#include "ops/elementwise/activation.h"
 #include "ops/op.h"
 
 namespace nnasm {
 namespace {
-
-float sigmoid(float x) {
-  // Split by sign so e^(−x) never overflows.
-  if (x >= 0) return 1.f / (1.f + std::exp(-x));
-  float e = std::exp(x);
-  return e / (1.f + e);
-}
 
 struct Params {
   float a = 0;  // the op's one float immediate, if any
@@ -52,20 +46,14 @@ float f_log(float x, Params) { return std::log(x); }
 float f_sqrt(float x, Params) { return std::sqrt(x); }
 float f_abs(float x, Params) { return std::fabs(x); }
 float f_square(float x, Params) { return x * x; }
-float f_relu(float x, Params) { return std::isnan(x) ? x : (x > 0 ? x : 0.f); }
-float f_leakyrelu(float x, Params p) { return x > 0 ? x : p.a * x; }
-float f_elu(float x, Params p) { return x > 0 ? x : p.a * std::expm1(x); }
-float f_clipped_relu(float x, Params p) { return std::isnan(x) ? x : std::fmin(std::fmax(x, 0.f), p.a); }
-float f_sigmoid(float x, Params) { return sigmoid(x); }
+float f_relu(float x, Params) { return act::relu(x); }
+float f_leakyrelu(float x, Params p) { return act::leakyrelu(x, p.a); }
+float f_elu(float x, Params p) { return act::elu(x, p.a); }
+float f_clipped_relu(float x, Params p) { return act::clipped_relu(x, p.a); }
+float f_sigmoid(float x, Params) { return act::sigmoid(x); }
 float f_tanh(float x, Params) { return std::tanh(x); }
-float f_gelu(float x, Params p) {
-  if (p.tanh_form) {
-    const float k = 0.7978845608028654f;  // √(2/π)
-    return 0.5f * x * (1.f + std::tanh(k * (x + 0.044715f * x * x * x)));
-  }
-  return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
-}
-float f_swish(float x, Params p) { return x * sigmoid(p.a * x); }
+float f_gelu(float x, Params p) { return p.tanh_form ? act::gelu_tanh(x) : act::gelu(x); }
+float f_swish(float x, Params p) { return act::swish(x, p.a); }
 float f_step(float x, Params) { return x >= 0 ? 1.f : 0.f; }
 
 template <float (*F)(float, Params)>
@@ -167,70 +155,31 @@ J j_square(const JitRequest& r, KernelCache& c) {
   return unary_jit(r, c, "square", "", 0,
                    [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], x[0]); });
 }
-J j_relu(const JitRequest& r, KernelCache& c) {
-  // Keep x where x > 0 or x is NaN; +0 elsewhere (−0 included, as the reference).
-  return unary_jit(r, c, "relu", "", 1, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-    const VMask m = v.mask(0, t[0]);
-    v.cmp(m, x[0], v.cst(0.f), VecGen::CMP_NLE_UQ);
-    v.keep(y, m, x[0]);
-  });
-}
-J j_leakyrelu(const JitRequest& r, KernelCache& c) {
-  const float slope = imm0(r);
-  return unary_jit(r, c, "leakyrelu", fmt::format("slope={}", slope), 2,
-                   [slope](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-                     v.g.vmulps(t[0], x[0], v.cst(slope));
-                     const VMask pos = v.mask(0, t[1]);
-                     v.cmp(pos, x[0], v.cst(0.f), VecGen::CMP_GT);
-                     v.blend(y, pos, t[0], x[0]);
+// The activations' snippets are shared with LINEAR's fused epilogue (engine/jit/act_snippet.h).
+J act_unary_jit(const JitRequest& r, KernelCache& c, Activation f, const std::string& imms, float a) {
+  ActSnippet s = act_snippet(f, a);
+  return unary_jit(r, c, activation_name(f), imms, s.n_tmp,
+                   [body = std::move(s.body)](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+                     body(v, y, x[0], t);
                    });
+}
+J j_relu(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::RELU, "", 0); }
+J j_leakyrelu(const JitRequest& r, KernelCache& c) {
+  return act_unary_jit(r, c, Activation::LEAKYRELU, fmt::format("slope={}", imm0(r)), imm0(r));
 }
 J j_elu(const JitRequest& r, KernelCache& c) {
-  const float alpha = imm0(r);
-  return unary_jit(r, c, "elu", fmt::format("alpha={}", alpha), 1 + vmath::EXPM1_TMPS,
-                   [alpha](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-                     vmath::expm1(v, t[0], x[0], {t[1], t[2], t[3], t[4]});
-                     v.g.vmulps(t[0], t[0], v.cst(alpha));
-                     const VMask pos = v.mask(0, t[1]);
-                     v.cmp(pos, x[0], v.cst(0.f), VecGen::CMP_GT);
-                     v.blend(y, pos, t[0], x[0]);
-                   });
+  return act_unary_jit(r, c, Activation::ELU, fmt::format("alpha={}", imm0(r)), imm0(r));
 }
 J j_clipped_relu(const JitRequest& r, KernelCache& c) {
-  const float thr = imm0(r);
-  return unary_jit(r, c, "clipped_relu", fmt::format("threshold={}", thr), 2,
-                   [thr](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-                     v.g.vmaxps(t[0], x[0], v.cst(0.f));  // −0 → +0, NaN → 0 (put back below)
-                     v.g.vminps(t[0], t[0], v.cst(thr));
-                     const VMask nan = v.mask(0, t[1]);
-                     v.cmp(nan, x[0], x[0], VecGen::CMP_UNORD);
-                     v.blend(y, nan, t[0], x[0]);
-                   });
+  return act_unary_jit(r, c, Activation::CLIPPED_RELU, fmt::format("threshold={}", imm0(r)), imm0(r));
 }
-J j_sigmoid(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "sigmoid", "", vmath::SIGMOID_TMPS,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::sigmoid(v, y, x[0], t); });
-}
-J j_tanh(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "tanh", "", vmath::TANH_TMPS,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::tanh(v, y, x[0], t); });
-}
+J j_sigmoid(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::SIGMOID, "", 0); }
+J j_tanh(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::TANH, "", 0); }
 J j_gelu(const JitRequest& r, KernelCache& c) {
-  if (r.ins.i(0) == 1)
-    return unary_jit(r, c, "gelu_tanh", "", vmath::GELU_TANH_TMPS,
-                     [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::gelu_tanh(v, y, x[0], t); });
-  return unary_jit(r, c, "gelu", "", vmath::GELU_TMPS,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::gelu(v, y, x[0], t); });
+  return act_unary_jit(r, c, r.ins.i(0) == 1 ? Activation::GELU_TANH : Activation::GELU, "", 0);
 }
 J j_swish(const JitRequest& r, KernelCache& c) {
-  const float beta = imm0(r);
-  return unary_jit(r, c, "swish", fmt::format("beta={}", beta), 1 + vmath::SIGMOID_TMPS,
-                   [beta](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-                     v.g.vmulps(t[0], x[0], v.cst(beta));
-                     vmath::sigmoid(v, t[0], t[0], {t[1], t[2], t[3]});
-                     v.g.vmaxps(t[1], x[0], v.cst(-FLT_MAX));  // x = −inf gives −0, not −inf·0
-                     v.g.vmulps(y, t[1], t[0]);
-                   });
+  return act_unary_jit(r, c, Activation::SWISH, fmt::format("beta={}", imm0(r)), imm0(r));
 }
 J j_step(const JitRequest& r, KernelCache& c) {
   return unary_jit(r, c, "step", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {

@@ -1,23 +1,38 @@
 // LINEAR: a dense layer.
 //
-// Computes   y = x·W + b.
+// Computes   y = act(x·W + b), act one of the activation ops' functions (ops/elementwise/activation.h).
 // Inputs     x: f32[..., in] (rank ≥ 1); W: f32[in, out] (stored input-major, as the listing and
 //            the shell's linear() create it); b: f32[out].
 // Outputs    y: f32[..., out].
-// Gradient   on rows = x flattened to [rows, in]: dx = dY·Wᵀ, dW = xᵀ·dY, db = Σ_rows dY
-//            (MATMUL with transpose flags, REDUCE_SUM).
+// Immediates act: enum none|relu|leakyrelu|elu|clipped_relu|sigmoid|tanh|gelu|gelu_tanh|swish,
+//            default none; act_alpha: f32, the activation's own immediate (leakyrelu's slope,
+//            elu's alpha, clipped_relu's threshold, swish's beta), default 0 (not the
+//            activation op's default: set it).
+// Gradient   on rows = x flattened to [rows, in]: dx = dZ·Wᵀ, dW = xᵀ·dZ, db = Σ_rows dZ
+//            (MATMUL with transpose flags, REDUCE_SUM), dZ = dY·act'(z) for the pre-activation
+//            z, which a fused LINEAR does not keep, so act' comes from the output y: relu and
+//            clipped_relu as ACT_BWD(dY, y) (y > 0 ⇔ z > 0, 0 < y < t ⇔ 0 < z < t), leakyrelu
+//            likewise for act_alpha ≥ 0, sigmoid dY·(y − y²), tanh dY·(1 − y²). The others
+//            (elu, gelu, gelu_tanh, swish, leakyrelu with a negative slope) have no backward
+//            rule here: autodiff fails with "LINEAR with act=gelu has no backward rule: unfuse
+//            it" (write LINEAR then the activation op).
 // Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h).
 //            JIT (engine/jit/gemm.h): GEMM with the bias fused into the store,
 //            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows; big
-//            ones as parallel parts, each its own slice of the output columns.
+//            ones as parallel parts, each its own slice of the output columns. With act, the last
+//            K block's epilogue applies the activation's snippet (engine/jit/act_snippet.h, the
+//            activation ops' own code): `f32_linear_relu__avx512_14x32`.
 #include <algorithm>
 
 #include "engine/jit/gemm.h"
+#include "ops/elementwise/activation.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
 namespace nnasm {
 namespace {
+
+enum { ACT, ACT_ALPHA };
 
 Status linear_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));
@@ -41,7 +56,7 @@ GemmShape gemm_shape(const TensorType* in) {
   return GemmShape{in[0].shape.numel() / w[0], w[1], w[0], false, false};
 }
 
-GemmJitDesc jit_desc(const TensorType* in) {
+GemmJitDesc jit_desc(const Instruction& ins, const TensorType* in) {
   const GemmShape g = gemm_shape(in);
   GemmJitDesc d;
   d.op = "linear";
@@ -49,19 +64,21 @@ GemmJitDesc jit_desc(const TensorType* in) {
   d.n = g.n;
   d.k = g.k;
   d.bias = true;
+  d.act = static_cast<Activation>(ins.i(ACT));
+  d.act_alpha = static_cast<float>(ins.f(ACT_ALPHA));
   return d;
 }
 
 // Enough for whichever kernel runs: the reference's packing blocks or the JIT's.
-size_t linear_scratch(const Instruction&, const TensorType* in, const TensorType*) {
-  return std::max(gemm_scratch_floats(gemm_shape(in)) * sizeof(float), jit_gemm_scratch_bytes(jit_desc(in)));
+size_t linear_scratch(const Instruction& ins, const TensorType* in, const TensorType*) {
+  return std::max(gemm_scratch_floats(gemm_shape(in)) * sizeof(float), jit_gemm_scratch_bytes(jit_desc(ins, in)));
 }
 
 Result<std::shared_ptr<const JitKernel>> linear_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_gemm_part(jit_desc(r.in), r.isa, r.part, r.n_parts), r.isa, cache);
+  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in), r.isa, r.part, r.n_parts), r.isa, cache);
 }
 
-int linear_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.in), r.isa, threads); }
+int linear_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.ins, r.in), r.isa, threads); }
 
 void linear_ref(const KernelArgs* k) {
   const GemmShape g = gemm_shape(k->in_type);
@@ -71,13 +88,45 @@ void linear_ref(const KernelArgs* k) {
   for (int64_t r = 0; r < g.m; ++r) std::copy(b, b + g.n, y + r * g.n);
   gemm_accumulate(g, static_cast<const float*>(k->in[0]), static_cast<const float*>(k->in[1]), y,
                   static_cast<float*>(k->scratch));
+  const auto f = static_cast<Activation>(k->ins->i(ACT));
+  if (f == Activation::NONE) return;
+  const float a = static_cast<float>(k->ins->f(ACT_ALPHA));
+  for (int64_t i = 0; i < g.m * g.n; ++i) y[i] = act::apply(f, y[i], a);
+}
+
+// dZ from dY and the output y (see the contract), or an error for the activations whose
+// derivative needs the pre-activation.
+Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, TensorId dy) {
+  const auto f = static_cast<Activation>(ins.i(ACT));
+  const double a = ins.f(ACT_ALPHA);
+  const TensorId y = ins.out[0];
+  switch (f) {
+    case Activation::NONE: return dy;
+    case Activation::LEAKYRELU:
+      if (a < 0) break;
+      [[fallthrough]];
+    case Activation::RELU:
+    case Activation::CLIPPED_RELU:
+      // ACT_BWD's fn list is LINEAR's act list without none.
+      return b.emit(Opcode::ACT_BWD, {dy, y}, {{"fn", imm_i(static_cast<int64_t>(f) - 1)}, {"alpha", imm_f(a)}});
+    case Activation::SIGMOID: return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {y, b.emit(Opcode::MUL, {y, y})})});
+    case Activation::TANH: {
+      const TensorId one = b.emit(Opcode::FILL, {y}, {{"value", imm_f(1)}});
+      return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {one, b.emit(Opcode::MUL, {y, y})})});
+    }
+    default: break;
+  }
+  return Status::errorf("LINEAR with act={}{} has no backward rule: unfuse it", activation_name(f),
+                        f == Activation::LEAKYRELU ? " and a negative act_alpha" : "");
 }
 
 Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
   const Shape& w = b.type(ins.in[1]).shape;
   const int64_t rows = b.type(ins.in[0]).shape.numel() / w[0];
-  const TensorId dy2 = b.reshape(dy[0], Shape{rows, w[1]});
+  Result<TensorId> dz = act_grad_from_output(b, ins, dy[0]);
+  if (!dz.is_ok()) return dz.status();
+  const TensorId dy2 = b.reshape(*dz, Shape{rows, w[1]});
   if (need[0])
     (*dx)[0] = b.reshape(b.emit(Opcode::MATMUL, {dy2, ins.in[1]}, {{"transB", imm_i(1)}}), b.type(ins.in[0]).shape);
   if (need[1])
