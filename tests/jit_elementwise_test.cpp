@@ -27,6 +27,7 @@
 #include "engine/executor.h"
 #include "isa/program.h"
 #include "tests/jit_levels.h"
+#include "tests/one_op_program.h"
 
 namespace nnasm {
 namespace {
@@ -145,51 +146,12 @@ std::vector<int64_t> sizes(Isa isa) {
 
 size_t padded_words(int64_t numel) { return std::max<size_t>(16, (static_cast<size_t>(numel) * 4 + 63) / 64 * 16); }
 
-// One prepared one-instruction program.
-struct Built {
-  Context ctx;
-  Program p{ctx};
-  std::vector<TensorId> in;
-  TensorId out = NO_TENSOR;
-  std::unique_ptr<Executor> ex;
-};
+using Built = OneOpProgram;
 
 std::unique_ptr<Built> build(const Case& c, const std::vector<Shape>& shapes, const JitConfig& jit, std::string* err) {
-  auto b = std::make_unique<Built>();
-  b->ctx.set_jit(jit);
-  b->ctx.set_log([err](const std::string& m) { *err += m + "\n"; });
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    TensorDesc d;
-    d.name = fmt::format("x{}", k);
-    d.type = TensorType{DType::F32, shapes[k]};
-    d.role = Role::INPUT;
-    Result<TensorId> id = b->p.declare(d);
-    if (!id) {
-      *err += id.status().message();
-      return nullptr;
-    }
-    b->in.push_back(id.value());
-  }
-  Instruction ins = make_instruction(c.op, b->in, {});
-  for (const auto& [key, v] : c.imms)
-    if (Status s = set_imm(ins, key, v); !s) {
-      *err += s.message();
-      return nullptr;
-    }
-  Result<std::vector<TensorId>> outs = b->p.append_new(ins);
-  if (!outs) {
-    *err += outs.status().message();
-    return nullptr;
-  }
-  b->out = outs.value()[0];
-  b->p.mark_output(b->out);
-  Result<std::unique_ptr<Executor>> ex = Executor::prepare(b->p);
-  if (!ex) {
-    *err += ex.status().message();
-    return nullptr;
-  }
-  b->ex = std::move(ex.value());
-  return b;
+  std::vector<TensorType> types;
+  for (const Shape& sh : shapes) types.push_back(TensorType{DType::F32, sh});
+  return one_op_program(c.op, c.imms, types, false, jit, err);
 }
 
 std::vector<float> special_values() {

@@ -25,6 +25,7 @@
 #include "isa/program.h"
 #include "ops/reduce/axis.h"
 #include "tests/jit_levels.h"
+#include "tests/one_op_program.h"
 
 namespace nnasm {
 namespace {
@@ -48,59 +49,11 @@ std::vector<int64_t> lengths(Isa isa) {
 
 size_t padded_words(int64_t numel) { return std::max<size_t>(16, (static_cast<size_t>(numel) * 4 + 63) / 64 * 16); }
 
-struct Built {
-  Context ctx;
-  Program p{ctx};
-  std::vector<TensorId> in;
-  TensorId out = NO_TENSOR;
-  std::unique_ptr<Executor> ex;
-};
+using Built = OneOpProgram;
 
-// One instruction on inputs of `types`; in_place: the outputs are the inputs (CLIP_GRAD_NORM).
 std::unique_ptr<Built> build(Opcode op, const std::vector<std::pair<std::string, Imm>>& imms,
                              const std::vector<TensorType>& types, bool in_place, const JitConfig& jit, std::string* err) {
-  auto b = std::make_unique<Built>();
-  b->ctx.set_jit(jit);
-  b->ctx.set_log([err](const std::string& m) { *err += m + "\n"; });
-  for (size_t k = 0; k < types.size(); ++k) {
-    TensorDesc d;
-    d.name = fmt::format("x{}", k);
-    d.type = types[k];
-    d.role = Role::INPUT;
-    Result<TensorId> id = b->p.declare(d);
-    if (!id) {
-      *err += id.status().message();
-      return nullptr;
-    }
-    b->in.push_back(id.value());
-  }
-  Instruction ins = make_instruction(op, b->in, in_place ? b->in : std::vector<TensorId>{});
-  for (const auto& [key, v] : imms)
-    if (Status s = set_imm(ins, key, v); !s) {
-      *err += s.message();
-      return nullptr;
-    }
-  if (in_place) {
-    if (Status s = b->p.append(ins); !s) {
-      *err += s.message();
-      return nullptr;
-    }
-  } else {
-    Result<std::vector<TensorId>> outs = b->p.append_new(ins);
-    if (!outs) {
-      *err += outs.status().message();
-      return nullptr;
-    }
-    b->out = outs.value()[0];
-    b->p.mark_output(b->out);
-  }
-  Result<std::unique_ptr<Executor>> ex = Executor::prepare(b->p);
-  if (!ex) {
-    *err += ex.status().message();
-    return nullptr;
-  }
-  b->ex = std::move(ex.value());
-  return b;
+  return one_op_program(op, imms, types, in_place, jit, err);
 }
 
 // The allowed difference at output element i, given the reference value there.

@@ -1,6 +1,8 @@
 // What every benchmark file needs: a program recorded with shell functions and prepared at a
 // chosen JIT setting, kept alive with its context for the duration of the benchmark.
 #pragma once
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -33,6 +35,19 @@ inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Grap
     for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
   }
   return b;
+}
+
+// Seconds per call of f: the best of `reps` timed calls after one warm-up (for the ratio
+// counters that compare two variants inside one benchmark).
+inline double best_time(const std::function<void()>& f, int reps = 15) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
 }
 
 }  // namespace nnasm

@@ -19,6 +19,7 @@
 
 #include "engine/executor.h"
 #include "shell/shell.h"
+#include "tests/bench/bench_program.h"
 
 namespace nnasm {
 namespace {
@@ -116,18 +117,6 @@ std::vector<OpBench> ops() {
        },
        7, adam_program},
   };
-}
-
-// Seconds per call of f: the best of `reps` timed calls after one warm-up.
-double best_time(const std::function<void()>& f, int reps = 15) {
-  f();
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
 }
 
 void bench_engine(benchmark::State& st, const OpBench& op, bool jit) {

@@ -17,6 +17,7 @@
 
 #include "engine/executor.h"
 #include "shell/shell.h"
+#include "tests/bench/bench_program.h"
 
 namespace nnasm {
 namespace {
@@ -80,17 +81,6 @@ std::vector<RwBench> ops() {
       {"SOFTMAX_CE_64x10", 64, 10, ce_graph(64, 10), ce_eigen},
       {"SOFTMAX_CE_64x1000", 64, 1000, ce_graph(64, 1000), ce_eigen},
   };
-}
-
-double best_time(const std::function<void()>& f, int reps = 15) {
-  f();
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
 }
 
 struct EigenData {
