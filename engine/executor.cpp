@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/init.h"
+#include "engine/jit/stream.h"
 
 namespace nnasm {
 
@@ -76,17 +77,54 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
       for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k) ex->parts_[s.first_part + k].args.scratch = base + k * stride;
   }
   if (max_parts > 1) ex->pool_ = ctx.thread_pool();
+  for (Step& s : ex->steps_) {
+    s.parts = s.n_parts > 1 ? &ex->parts_[s.first_part] : nullptr;
+    s.pool = ex->pool_.get();
+  }
+  if (ctx.jit().enabled && ctx.jit().stream) ex->build_streams();
   return ex;
 }
 
+void Executor::build_streams() {
+  Context& ctx = program_->context();
+  for (int k = 0; k < SECTION_COUNT; ++k) {
+    const auto [b, e] = sections_[k];
+    std::vector<StreamCall> calls;
+    calls.reserve(e - b);
+    for (size_t i = b; i < e; ++i) {
+      const Step& s = steps_[i];
+      if (s.n_parts > 1) calls.push_back(StreamCall{reinterpret_cast<const void*>(&run_parallel), &s});
+      else calls.push_back(StreamCall{reinterpret_cast<const void*>(s.fn), &s.args});
+    }
+    Result<std::shared_ptr<const JitKernel>> code = build_stream(fmt::format("stream_{}", section_name(static_cast<Section>(k))), calls);
+    if (!code) {
+      ctx.log(fmt::format("dispatch stream not generated, using the interpreter loop: {}", code.status().message()));
+      for (int j = 0; j < SECTION_COUNT; ++j) stream_[j] = nullptr;
+      return;
+    }
+    stream_code_[k] = code.value();
+    stream_[k] = code.value()->fn();
+  }
+}
+
 void Executor::run(Section sec) {
-  const auto [b, e] = sections_[static_cast<int>(sec)];
-  for (size_t i = b; i < e; ++i) {
-    const Step& s = steps_[i];
-    if (s.n_parts > 1) pool_->run(s.n_parts, run_part, &parts_[s.first_part]);
-    else s.fn(&s.args);
+  const int k = static_cast<int>(sec);
+  if (stream_[k]) {
+    stream_[k](nullptr);
+  } else {
+    const auto [b, e] = sections_[k];
+    for (size_t i = b; i < e; ++i) {
+      const Step& s = steps_[i];
+      if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
+      else s.fn(&s.args);
+    }
   }
   if (sec == Section::FORWARD) ++state_.run_index;
+}
+
+void Executor::run_parallel(const void* step) {
+  const Step& s = *static_cast<const Step*>(step);
+  s.pool->run(s.n_parts, run_part, s.parts);
 }
 
 void Executor::train_step() {

@@ -41,6 +41,8 @@ class Executor {
   // Name of the kernel instruction `i` runs: "ref", or a generated kernel's name such as
   // "f32_relu__avx512".
   const char* kernel_name(size_t i) const;
+  // Whether run() calls a generated dispatch stream (else the interpreter loop).
+  bool streamed() const { return stream_[0] != nullptr; }
   // How many parallel parts instruction `i` runs as (1: one kernel on the calling thread).
   int parts(size_t i) const { return i < steps_.size() ? steps_[i].n_parts : 0; }
 
@@ -56,12 +58,18 @@ class Executor {
     const char* kernel;  // name, owned by the JitKernel or static
     int n_parts;         // > 1: run parts_[first_part …] on the pool instead of fn
     size_t first_part;
+    Part* parts;         // &parts_[first_part] and the pool, set once parts_ is complete
+    ThreadPool* pool;
   };
   explicit Executor(const Program& p) : program_(&p) {}
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
   // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);
   static void run_part(void* parts, int task);
+  static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
+  // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;
+  // without one, run() loops over the steps.
+  void build_streams();
 
   const Program* program_;
   RunState state_;
@@ -75,6 +83,8 @@ class Executor {
   std::vector<std::shared_ptr<const JitKernel>> jit_;
   std::vector<Part> parts_;
   std::shared_ptr<ThreadPool> pool_;  // set when some step has parts
+  KernelFn stream_[SECTION_COUNT] = {};
+  std::shared_ptr<const JitKernel> stream_code_[SECTION_COUNT];
   // One scratch area shared by all steps (they run one after another), sized for the largest,
   // once per part of the step with the most parts.
   AlignedBuffer scratch_;

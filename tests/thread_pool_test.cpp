@@ -134,9 +134,12 @@ struct Built {
 // `steps` times (train steps when `train`), and returns every f32 tensor's bytes in program order.
 // *max_parts: the most parts of any step; *max_update_parts: of any optimizer step.
 std::vector<std::vector<float>> run_program(const std::function<void(Program&, Graph&)>& record, Isa isa, int threads,
-                                            bool train, int* max_parts, int* max_update_parts) {
+                                            bool train, int* max_parts, int* max_update_parts,
+                                            bool stream = true) {
   Built b;
-  b.ctx.set_jit(JitConfig{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa});
+  JitConfig cfg{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa};
+  cfg.stream = stream;
+  b.ctx.set_jit(cfg);
   b.ctx.set_threads(threads);
   {
     Graph g(b.p);
@@ -147,6 +150,7 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
   EXPECT_TRUE(ex) << ex.status().message();
   if (!ex) return {};
   b.ex = std::move(ex.value());
+  EXPECT_EQ(b.ex->streamed(), cfg.enabled && stream);
   for (TensorId id : b.p.inputs()) {
     Tensor& t = b.ctx.at(id);
     if (t.desc.type.dtype == DType::F32)
@@ -217,6 +221,23 @@ TEST(ParallelSteps, MlpTrainingUpdatesAreSplitAndBitwiseTheSame) {
   for (const OptimizerSpec& opt : opts) {
     SCOPED_TRACE(&opt - opts);
     expect_same_for_any_threads([&opt](Program& p, Graph& g) { mlp(p, g, 64, true, opt); }, true, true);
+  }
+}
+
+// The generated dispatch stream calls the same kernels as the interpreter loop, parallel steps
+// included: every tensor after two training steps is bitwise the same either way.
+TEST(ParallelSteps, DispatchStreamMatchesTheLoop) {
+  for (Isa isa : isas()) {
+    if (isa == Isa::REF) continue;
+    int parts = 0, update = 0;
+    auto record = [](Program& p, Graph& g) { mlp(p, g, 64, true); };
+    const auto streamed = run_program(record, isa, 2, true, &parts, &update, true);
+    EXPECT_GT(parts, 1);
+    const auto looped = run_program(record, isa, 2, true, &parts, &update, false);
+    ASSERT_EQ(streamed.size(), looped.size());
+    for (size_t k = 0; k < streamed.size(); ++k)
+      ASSERT_EQ(0, std::memcmp(streamed[k].data(), looped[k].data(), streamed[k].size() * sizeof(float)))
+          << "tensor " << k << " differs at " << isa_name(isa);
   }
 }
 

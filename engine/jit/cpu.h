@@ -25,6 +25,9 @@ const CpuInfo& cpu_info();
 struct JitConfig {
   bool enabled = true;
   Isa cap = Isa::AVX512;
+  // Generate each section's dispatch stream (engine/jit/stream.h) rather than loop over the
+  // steps; needs `enabled`. Off only to measure what the stream saves.
+  bool stream = true;
   Isa isa() const;  // the level in use
 };
 // From the environment: NNASM_JIT=0 disables; NNASM_ISA=avx512|avx2|ref caps (an unknown value

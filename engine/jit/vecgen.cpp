@@ -58,9 +58,25 @@ void VecGen::set_tail(int count, const Xmm& avx2_reg) {
   }
 }
 
+// Tails of 1, 4 and (on AVX-512) 8 floats use plain narrow moves: a masked store does not
+// forward to a following load (Zen 4, and Intel alike), so a one-float tensor written by a masked
+// store and read by the next instruction would stall the chain for the store to retire. The
+// narrow loads zero the upper lanes, as the masked ones do.
+bool VecGen::narrow_move(int count, const Xmm& reg, Xmm* narrow) const {
+  const int idx = reg.getIdx();
+  if (count == 1 || count == 4) *narrow = Xmm(idx);
+  else if (count == 8 && avx512()) *narrow = Ymm(idx);
+  else return false;
+  return true;
+}
+
 void VecGen::load(const Xmm& dst, const Address& src, int count) {
+  Xmm narrow;
   if (count == width()) {
     g.vmovups(dst, src);
+  } else if (narrow_move(count, dst, &narrow)) {
+    if (count == 1) g.vmovss(narrow, src);
+    else g.vmovups(narrow, src);
   } else if (avx512()) {
     g.vmovups(dst | g.k1 | g.T_z, src);
   } else {
@@ -69,8 +85,12 @@ void VecGen::load(const Xmm& dst, const Address& src, int count) {
 }
 
 void VecGen::store(const Address& dst, const Xmm& src, int count) {
+  Xmm narrow;
   if (count == width()) {
     g.vmovups(dst, src);
+  } else if (narrow_move(count, src, &narrow)) {
+    if (count == 1) g.vmovss(dst, narrow);
+    else g.vmovups(dst, narrow);
   } else if (avx512()) {
     g.vmovups(dst | g.k1, src);
   } else {

@@ -76,6 +76,8 @@ class VecGen {
                        CMP_NLT_UQ = 0x15, CMP_NLE_UQ = 0x16, CMP_NGE_UQ = 0x19, CMP_GE = 0x1d, CMP_GT = 0x1e;
 
  private:
+  // For tails a plain narrow move serves: sets *narrow to the register's xmm/ymm view.
+  bool narrow_move(int count, const Xbyak::Xmm& reg, Xbyak::Xmm* narrow) const;
   Xbyak::Address pool_entry(size_t offset) const;
   size_t intern(const std::vector<uint32_t>& words);  // 16 words; returns the byte offset
 
