@@ -25,6 +25,10 @@ Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
     else log(std::string("NNASM_THREADS=") + env + " is not a positive integer; ignored");
   }
   set_threads(n);
+  if (const char* env = std::getenv("NNASM_OPT"); env && *env) {
+    if ((env[0] == '0' || env[0] == '1') && env[1] == 0) opt_level_ = env[0] - '0';
+    else log(std::string("NNASM_OPT=") + env + " is not 0 or 1; ignored");
+  }
 }
 
 void Context::set_threads(int n) {

@@ -44,6 +44,11 @@ class Context {
   void set_jit(const JitConfig& c) { jit_ = c; }
   KernelCache& kernels() { return kernels_; }
 
+  // The optimizer level prepare applies to a copy of the program (engine/passes/pass.h): 1 by
+  // default (-O1), 0 runs the program as written. NNASM_OPT=0|1 at construction.
+  int opt_level() const { return opt_level_; }
+  void set_opt_level(int level) { opt_level_ = level < 0 ? 0 : level; }
+
   // Threads for the parallel steps of executors prepared from now on: NNASM_THREADS at
   // construction (default: std::thread::hardware_concurrency()); 1 runs everything on the
   // caller's thread. set_threads drops the current pool (executors prepared with it keep it
@@ -67,6 +72,7 @@ class Context {
   JitConfig jit_;
   KernelCache kernels_;
   int threads_ = 1;
+  int opt_level_ = 1;
   std::shared_ptr<ThreadPool> pool_;
   std::function<void(const std::string&)> log_;
 };

@@ -7,13 +7,20 @@
 
 #include "engine/init.h"
 #include "engine/jit/stream.h"
+#include "engine/passes/pass.h"
 
 namespace nnasm {
 
-Result<std::unique_ptr<Executor>> Executor::prepare(const Program& p) {
-  NNASM_TRY(p.finish());
-  std::unique_ptr<Executor> ex(new Executor(p));
-  Context& ctx = p.context();
+Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
+  NNASM_TRY(original.finish());
+  std::unique_ptr<Executor> ex(new Executor(original));
+  Context& ctx = original.context();
+  if (ctx.opt_level() > 0) {
+    ex->optimized_ = std::make_unique<Program>(original);
+    NNASM_TRY(optimize(*ex->optimized_, ctx.opt_level()));
+    ex->program_ = ex->optimized_.get();
+  }
+  const Program& p = *ex->program_;
   for (TensorId id : p.tensors()) {
     Tensor& t = ctx.at(id);
     const bool fresh = !t.allocated();

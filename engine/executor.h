@@ -20,6 +20,10 @@ class Executor {
   // context. Params that were never initialized are initialized from the context's seed; params
   // already holding values (a second prepare, a loaded model) keep them. Errors: unfinished
   // program, failed allocation (naming the tensor). Allocates; not thread-safe.
+  // Unless the context's opt_level() is 0, prepare first optimizes a copy of the program
+  // (engine/passes/pass.h) and runs that: program() is then the copy, whose temporaries may
+  // differ from the original's (inputs, outputs, params, state and handed-out gradients keep
+  // their names and meaning).
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
 
   // Runs the forward section. Performs no allocation. Not thread-safe per executor. Steps with
@@ -72,6 +76,7 @@ class Executor {
   void build_streams();
 
   const Program* program_;
+  std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
   RunState state_;
   std::vector<Step> steps_;
   std::pair<size_t, size_t> sections_[SECTION_COUNT];  // [begin, end) of each section in steps_

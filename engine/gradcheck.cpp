@@ -120,12 +120,15 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
   }
 
   auto copy = std::make_unique<Copy>(p.context().seed());
+  copy->ctx.set_jit(p.context().jit());
+  copy->ctx.set_opt_level(p.context().opt_level());
   if (Status s = copy_forward(p, copy.get()); !s) return s.with_prefix("check_gradients: copying the program: ");
   Program& q = copy->prog;
   const TensorId yq = copy->map.count(y) ? copy->map.at(y) : NO_TENSOR;
   if (yq == NO_TENSOR)
     return Status::errorf("check_gradients: {} is not computed by the forward section", name_of(p.desc(y)));
 
+  q.mark_output(yq);  // read after each run, so the optimizer keeps it
   // s = Σ y·r, r fixed and random: ±[0.5, 1.5], rounded to float as the const stores it.
   Rng rng(o.seed);  // the same elements and values on every platform
   const Shape ys = q.desc(yq).type.shape;

@@ -32,6 +32,9 @@ struct Instruction {
   std::vector<Imm> imm;
   Section section = Section::FORWARD;
   SrcLoc loc;
+  // Why an optimizer pass made or changed this instruction ("folded from SCALE -> %t0"); empty
+  // for recorded ones. `nnasm opt --diff` prints it as the trailing comment.
+  std::string note;
 
   const OpInfo& info() const { return op_info(op); }
   // Immediate by schema position; ops name positions with an enum in their file.

@@ -197,6 +197,53 @@ TensorId Program::cached_grad(TensorId y, TensorId x) const {
   return it == grads_.end() ? NO_TENSOR : it->second;
 }
 
+std::vector<TensorId> Program::cached_grads() const {
+  std::vector<TensorId> v;
+  for (const auto& kv : grads_) v.push_back(kv.second);
+  return v;
+}
+
+Status Program::set_code(std::vector<Instruction> code) {
+  Program fresh(*ctx_);
+  fresh.order_ = order_;
+  fresh.by_name_ = by_name_;
+  for (TensorId id : order_)
+    if (desc(id).declared_up_front()) fresh.defined_.insert(id);
+  // Temporaries keep their types: an instruction that would now make another type is an error.
+  for (size_t k = 0; k < code.size(); ++k) {
+    Status st = fresh.append(std::move(code[k]));
+    if (!st) return st.with_prefix(fmt::format("instruction {}: ", k));
+  }
+  code_ = std::move(fresh.code_);
+  defined_ = std::move(fresh.defined_);
+  untyped_ = std::move(fresh.untyped_);
+  return Status::ok();
+}
+
+void Program::drop_unused_tensors() {
+  std::unordered_set<TensorId> used;
+  for (const Instruction& ins : code_) {
+    used.insert(ins.in.begin(), ins.in.end());
+    used.insert(ins.out.begin(), ins.out.end());
+  }
+  std::vector<TensorId> kept;
+  for (TensorId id : order_) {
+    const TensorDesc& d = desc(id);
+    if (used.count(id) || d.is_output || d.declared_up_front()) {
+      kept.push_back(id);
+      continue;
+    }
+    by_name_.erase(d.name);
+    untyped_.erase(id);
+    defined_.erase(id);
+  }
+  order_ = std::move(kept);
+  for (auto it = grads_.begin(); it != grads_.end();) {
+    if (by_name_.count(desc(it->second).name) && by_name_.at(desc(it->second).name) == it->second) ++it;
+    else it = grads_.erase(it);
+  }
+}
+
 Status Program::finish() const {
   for (TensorId id : order_) {
     const TensorDesc& d = desc(id);

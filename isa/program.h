@@ -39,6 +39,12 @@ class Program {
   // Appends `ins` with `n_out` new temporaries as its outputs, named `prefix`N (ins.out is
   // replaced). Returns their ids; on error nothing changes (the temporaries are not kept).
   Result<std::vector<TensorId>> append_new(Instruction ins, const std::string& prefix = "t");
+  // Replaces the whole instruction list by `code` (an optimizer pass's rewrite), validating it as
+  // append does, instruction by instruction; the declarations stay. On error nothing changes.
+  Status set_code(std::vector<Instruction> code);
+  // Forgets the temporaries no instruction reads or writes any more (they stay in the context,
+  // where another program may use them). Outputs and up-front declarations are kept.
+  void drop_unused_tensors();
   // Renames a tensor; errors if the name is taken or empty.
   Status rename(TensorId id, const std::string& name);
 
@@ -68,6 +74,8 @@ class Program {
   // Autodiff's memo: the gradient of y with respect to x, once generated (NO_TENSOR if not).
   TensorId cached_grad(TensorId y, TensorId x) const;
   void cache_grad(TensorId y, TensorId x, TensorId g) { grads_[{y, x}] = g; }
+  // Every gradient autodiff has handed out: results a caller may read after a run.
+  std::vector<TensorId> cached_grads() const;
 
   // A name not used yet: prefix followed by the smallest free number ("t0", "t1", ...).
   std::string fresh_name(const std::string& prefix);

@@ -86,7 +86,7 @@ TEST(Executor, EveryOpProgramRunsFinite) {
   ex->run();
   for (int i = 0; i < 15; ++i) EXPECT_TRUE(std::isfinite(ex->tensor("y")->f32()[i])) << i;
   EXPECT_STRNE(ex->kernel_name(0), "");
-  EXPECT_STREQ(ex->kernel_name(p.code().size()), "?");
+  EXPECT_STREQ(ex->kernel_name(ex->program().code().size()), "?");
 }
 
 TEST(Executor, JitOffRunsReferenceKernelsOnly) {
@@ -97,7 +97,7 @@ TEST(Executor, JitOffRunsReferenceKernelsOnly) {
   record_every_op(g);
   auto ex = prepared(p);
   ASSERT_TRUE(ex);
-  for (size_t i = 0; i < p.code().size(); ++i) EXPECT_STREQ(ex->kernel_name(i), "ref") << i;
+  for (size_t i = 0; i < ex->program().code().size(); ++i) EXPECT_STREQ(ex->kernel_name(i), "ref") << i;
 }
 
 TEST(Executor, ParamInitIsReproducibleBySeedAndKeptOnRePrepare) {

@@ -272,6 +272,7 @@ TEST(Listing, RunsAParsedProgram) {
 
 TEST(Listing, RunsIntegerConstsThroughConcatAndSlice) {
   Context ctx;
+  ctx.set_opt_level(0);  // reads temporaries (%flat, %sevens), which -O1 removes as dead
   Program p(ctx);
   ASSERT_OK(program_parse_file("tests/golden/integers.nnasm", &p));
   auto ex = Executor::prepare(p);

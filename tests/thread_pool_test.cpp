@@ -159,14 +159,15 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
       for (int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = static_cast<int32_t>(i % 10);
   }
   *max_parts = *max_update_parts = 1;
-  for (size_t i = 0; i < b.p.code().size(); ++i) {
+  const Program& run = b.ex->program();  // optimized: its steps are what ran
+  for (size_t i = 0; i < run.code().size(); ++i) {
     *max_parts = std::max(*max_parts, b.ex->parts(i));
-    if (b.p.code()[i].info().category == OpCategory::OPTIMIZER)
+    if (run.code()[i].info().category == OpCategory::OPTIMIZER)
       *max_update_parts = std::max(*max_update_parts, b.ex->parts(i));
   }
   for (int s = 0; s < 2; ++s) train ? b.ex->train_step() : b.ex->run();
   std::vector<std::vector<float>> out;
-  for (TensorId id : b.p.tensors()) {
+  for (TensorId id : run.tensors()) {
     const Tensor& t = b.ctx.at(id);
     if (t.desc.type.dtype == DType::F32) out.emplace_back(t.f32(), t.f32() + t.numel());
   }

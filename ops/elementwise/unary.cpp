@@ -16,7 +16,9 @@
 // Inputs     x: f32, any shape (rank 0–6).
 // Outputs    y: f32, x's shape.
 // Gradient   SCALE: alpha·dy. NEG: −dy. EXP: dy·y. LOG: dy/x. SQRT: ½dy/y. SQUARE: 2x·dy. The
-//            activations and ABS: one fused ACT_BWD (dy·f'(x)). STEP: zero (no gradient flows).
+//            activations and ABS: one fused ACT_BWD (dy·f'(x)); relu, clipped_relu and leakyrelu
+//            (slope ≥ 0) pass y rather than x, the same derivative read off the output, so the
+//            input stays private to the activation (fusable). STEP: zero (no gradient flows).
 // Kernels    reference loop here. JIT: one register snippet per op for the shared elementwise
 //            generator (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512. SCALE, NEG, SQRT, ABS,
 //            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU and STEP are bitwise equal to the reference; EXP,
@@ -113,7 +115,13 @@ Status g_act(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   int64_t fn = static_cast<int64_t>(A);
   if (A == Act::GELU && ins.i(0) == 1) fn = static_cast<int64_t>(Act::GELU_TANH);
   const bool has_alpha = ins.imm.size() == 1 && ins.imm[0].type == ImmType::F32;
-  (*dx)[0] = b.emit(Opcode::ACT_BWD, {dy[0], ins.in[0]}, {{"fn", imm_i(fn)}, {"alpha", imm_f(has_alpha ? ins.f(0) : 0)}});
+  const double alpha = has_alpha ? ins.f(0) : 0;
+  // relu, clipped_relu and leakyrelu with a slope ≥ 0 read their derivative off the output
+  // (y > 0 ⇔ x > 0; 0 < y < t ⇔ 0 < x < t), so the input is read by nobody but the activation
+  // and the optimizer may fuse the activation into the instruction making it (LINEAR act=).
+  const bool from_output = A == Act::RELU || A == Act::CLIPPED_RELU || (A == Act::LEAKYRELU && alpha >= 0);
+  (*dx)[0] = b.emit(Opcode::ACT_BWD, {dy[0], from_output ? ins.out[0] : ins.in[0]},
+                    {{"fn", imm_i(fn)}, {"alpha", imm_f(alpha)}});
   return b.status();
 }
 

@@ -102,7 +102,7 @@ Status cmd_run(const RunOptions& o) {
   }
   if (o.kernels) {
     const Executor& e = **ex;
-    fmt::print("{}\n", program_print(prog, [&e](size_t i) { return fmt::format("kernel: {}", e.kernel_name(i)); }));
+    fmt::print("{}\n", program_print(e.program(), [&e](size_t i) { return fmt::format("kernel: {}", e.kernel_name(i)); }));
   }
   (*ex)->run();
 

@@ -1,0 +1,80 @@
+// The pass table and the driver.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/passes/pass.h"
+
+namespace nnasm {
+
+const std::vector<PassInfo>& all_passes() {
+  static const std::vector<PassInfo> passes = {
+      {"const-fold", 1, pass_const_fold, "instructions whose inputs are all constants run once, at optimization"},
+      {"identities", 1, pass_identities, "x·1, x+0, SCALE by 1, reshape of reshape, transpose of transpose"},
+      {"scale-fold", 1, pass_scale_fold, "SCALE into ADD/SUB's alpha and beta; scales of scales multiply"},
+      {"transpose-fold", 1, pass_transpose_fold, "a transpose of the last two dimensions into MATMUL's flags"},
+      {"linear-fusion", 1, pass_linear_fusion, "MATMUL then ADD of a bias row becomes LINEAR"},
+      {"act-fusion", 1, pass_act_fusion, "an activation that is LINEAR's only reader becomes its act= epilogue"},
+      {"cse", 1, pass_cse, "an instruction equal to an earlier one reuses its result"},
+      {"dce", 1, pass_dce, "instructions whose results nobody reads disappear"},
+  };
+  return passes;
+}
+
+const PassInfo* find_pass(const std::string& name) {
+  for (const PassInfo& p : all_passes())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+Status optimize(Program& p, int level, OptimizeReport* report, const std::vector<std::string>& only) {
+  OptimizeReport local;
+  OptimizeReport& r = report ? *report : local;
+  r.instructions_before = p.code().size();
+  for (const std::string& name : only)
+    if (!find_pass(name)) return Status::errorf("unknown pass '{}'", name);
+  auto selected = [&](const PassInfo& pass) {
+    return only.empty() ? pass.level <= level : std::find(only.begin(), only.end(), pass.name) != only.end();
+  };
+  for (r.rounds = 0; r.rounds < MAX_ROUNDS;) {
+    int changed = 0;
+    for (const PassInfo& pass : all_passes()) {
+      if (!selected(pass)) continue;
+      Result<int> n = pass.run(p);
+      if (!n) return n.status().with_prefix(fmt::format("pass {}: ", pass.name));
+      if (n.value() == 0) continue;
+      changed += n.value();
+      auto it = std::find_if(r.rewrites.begin(), r.rewrites.end(), [&](const auto& e) { return e.first == pass.name; });
+      if (it == r.rewrites.end()) r.rewrites.emplace_back(pass.name, n.value());
+      else it->second += n.value();
+    }
+    ++r.rounds;
+    if (!changed) break;
+  }
+  p.drop_unused_tensors();
+  r.instructions_after = p.code().size();
+  return Status::ok();
+}
+
+void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to) {
+  for (size_t i = begin; i < code.size(); ++i)
+    for (TensorId& id : code[i].in)
+      if (id == from) id = to;
+}
+
+std::string describe(const Program& p, const Instruction& ins) {
+  return fmt::format("{} -> {}{}", ins.info().mnemonic, p.desc(ins.out[0]).sigil(), p.desc(ins.out[0]).name);
+}
+
+Result<int> commit(Program& p, std::vector<Instruction> code, const std::vector<bool>& drop, int n) {
+  if (!n) return 0;
+  std::vector<Instruction> kept;
+  for (size_t i = 0; i < code.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(code[i]));
+  NNASM_TRY(p.set_code(std::move(kept)));
+  return n;
+}
+
+void add_note(Instruction& ins, const std::string& why) { ins.note = ins.note.empty() ? why : ins.note + "; " + why; }
+
+}  // namespace nnasm
