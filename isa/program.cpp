@@ -229,7 +229,8 @@ void Program::drop_unused_tensors() {
   std::vector<TensorId> kept;
   for (TensorId id : order_) {
     const TensorDesc& d = desc(id);
-    if (used.count(id) || d.is_output || d.declared_up_front()) {
+    const bool kept_unused = d.is_output || (d.declared_up_front() && d.role != Role::CONST);
+    if (used.count(id) || kept_unused) {
       kept.push_back(id);
       continue;
     }

@@ -42,8 +42,8 @@ class Program {
   // Replaces the whole instruction list by `code` (an optimizer pass's rewrite), validating it as
   // append does, instruction by instruction; the declarations stay. On error nothing changes.
   Status set_code(std::vector<Instruction> code);
-  // Forgets the temporaries no instruction reads or writes any more (they stay in the context,
-  // where another program may use them). Outputs and up-front declarations are kept.
+  // Forgets the temporaries and constants no instruction reads or writes any more (they stay in
+  // the context, where another program may use them). Outputs, inputs, params and state are kept.
   void drop_unused_tensors();
   // Renames a tensor; errors if the name is taken or empty.
   Status rename(TensorId id, const std::string& name);

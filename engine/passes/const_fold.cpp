@@ -79,7 +79,8 @@ Result<int> pass_const_fold(Program& p) {
       d.values = std::move(values.value()[k]);
       Result<TensorId> c = p.declare(std::move(d));
       if (!c) return c.status();
-      replace_reads(code, i + 1, ins.out[k], c.value());
+      replace_reads(code, i + 1, ins.out[k], c.value(),
+                    fmt::format("reads @{}: {} folded at optimization", p.desc(c.value()).name, describe(p, ins)));
     }
     drop[i] = true;
     ++n;

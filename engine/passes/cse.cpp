@@ -48,8 +48,9 @@ Result<int> pass_cse(Program& p) {
     bool observable = false;
     for (TensorId id : ins.out) observable = observable || u.observable(id) || u.updated_in_place(id);
     if (observable) continue;
-    for (size_t k = 0; k < ins.out.size(); ++k) replace_reads(code, i + 1, ins.out[k], first.out[k]);
-    add_note(code[it->second], fmt::format("also stands for {}", describe(p, ins)));
+    for (size_t k = 0; k < ins.out.size(); ++k)
+      replace_reads(code, i + 1, ins.out[k], first.out[k],
+                    fmt::format("reads %{}: {} computed it again", p.desc(first.out[k]).name, describe(p, ins)));
     drop[i] = true;
     ++n;
   }

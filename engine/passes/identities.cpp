@@ -63,10 +63,11 @@ Result<int> pass_identities(Program& p) {
   int n = 0;
   for (size_t i = 0; i < code.size(); ++i) {
     Instruction& ins = code[i];
-    if (ins.out.size() != 1 || u.observable(ins.out[0])) continue;
+    if (ins.out.size() != 1) continue;
     const TensorId src = pass_through(p, u, ins);
-    if (src != NO_TENSOR && !u.updated_in_place(src)) {
-      replace_reads(code, i + 1, ins.out[0], src);
+    if (src != NO_TENSOR && !u.observable(ins.out[0]) && !u.updated_in_place(src)) {
+      replace_reads(code, i + 1, ins.out[0], src,
+                    fmt::format("reads {}{}: {} was the identity", p.desc(src).sigil(), p.desc(src).name, describe(p, ins)));
       drop[i] = true;
       ++n;
       continue;

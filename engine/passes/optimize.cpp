@@ -56,10 +56,13 @@ Status optimize(Program& p, int level, OptimizeReport* report, const std::vector
   return Status::ok();
 }
 
-void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to) {
-  for (size_t i = begin; i < code.size(); ++i)
+void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to, const std::string& why) {
+  for (size_t i = begin; i < code.size(); ++i) {
+    bool changed = false;
     for (TensorId& id : code[i].in)
-      if (id == from) id = to;
+      if (id == from) id = to, changed = true;
+    if (changed && !why.empty()) add_note(code[i], why);
+  }
 }
 
 std::string describe(const Program& p, const Instruction& ins) {

@@ -41,8 +41,10 @@ constexpr int MAX_ROUNDS = 8;
 Status optimize(Program& p, int level, OptimizeReport* report = nullptr, const std::vector<std::string>& only = {});
 
 // Helpers for passes.
-// Replaces every read of `from` by `to` in code[begin…].
-void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to);
+// Replaces every read of `from` by `to` in code[begin…]; each instruction changed gets `why` as
+// a note (when not empty).
+void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to,
+                   const std::string& why = "");
 // "MNEMONIC -> %out" of an instruction, for notes.
 std::string describe(const Program& p, const Instruction& ins);
 // Sets p's code to `code` without the instructions marked in `drop`; returns `n` (the pass's

@@ -23,6 +23,15 @@ struct RunOptions {
   bool has_seed = false;
   uint64_t seed = 0;
   bool kernels = false;  // print the listing with the kernel each instruction got
+  int opt_level = -1;    // -O0 / -O1; -1: the context's default (NNASM_OPT, else 1)
+};
+
+struct OptOptions {
+  std::string file;
+  int level = 1;                    // -O0 / -O1
+  bool diff = false;                // each changed instruction with the pass's reason
+  std::vector<std::string> passes;  // run exactly these (by name) instead of the level's
+  bool list = false;                // list the passes and exit
 };
 
 struct InfoOptions {
@@ -40,6 +49,11 @@ Status cmd_check(const CheckOptions& o);
 // `nnasm run`: parses, binds the inputs from .npy files, runs, then writes the requested tensors
 // to .npy files or, without --out, prints every program output to stdout.
 Status cmd_run(const RunOptions& o);
+
+// `nnasm opt`: parses a listing, runs the optimizer's passes and writes the optimized listing;
+// --diff adds each changed instruction's reason as its trailing comment and a summary of what
+// every pass did; --list names the passes.
+Status cmd_opt(const OptOptions& o);
 
 // Formats a tensor's values like numpy's repr of an array body: nested brackets, values aligned
 // to a common width, rows wrapped at 75 columns, and arrays over 1000 elements summarized to 3

@@ -93,6 +93,7 @@ Status cmd_run(const RunOptions& o) {
   }
 
   if (o.has_seed) ctx.set_seed(o.seed);
+  if (o.opt_level >= 0) ctx.set_opt_level(o.opt_level);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(prog);
   if (!ex) return fail("{}: {}", o.file, ex.status().message());
   for (auto& [id, a] : data) {

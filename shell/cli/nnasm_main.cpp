@@ -33,6 +33,7 @@ int tool_main(int argc, char** argv) {
       "  nnasm check model.nnasm --print\n"
       "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7\n"
       "  nnasm run model.nnasm --in x=x.npy --kernels\n"
+      "  nnasm opt model.nnasm --diff\n"
       "  NNASM_ISA=avx2 nnasm info model.nnasm");
 
   nnasm::CheckOptions check;
@@ -63,6 +64,20 @@ int tool_main(int argc, char** argv) {
                           ->type_name("N")
                           ->check(seed_check);
 
+  run_cmd->add_option("-O", run.opt_level, "Optimizer level: -O0 runs the listing as written, -O1 (default) optimizes")
+      ->type_name("LEVEL")
+      ->check(CLI::Range(0, 1));
+
+  nnasm::OptOptions opt;
+  CLI::App* opt_cmd = app.add_subcommand("opt", "Optimize a listing and print the result");
+  opt_cmd->add_option("FILE", opt.file, "Listing to optimize");
+  opt_cmd->add_option("-O", opt.level, "Optimizer level (0: none, 1: default)")->type_name("LEVEL")->check(CLI::Range(0, 1));
+  opt_cmd->add_flag("--diff", opt.diff, "Show why each instruction changed, as trailing comments, and a per-pass summary");
+  opt_cmd->add_option("--passes", opt.passes, "Run exactly these passes, in table order (see --list)")
+      ->type_name("NAME,...")
+      ->delimiter(',');
+  opt_cmd->add_flag("--list", opt.list, "List the passes with their levels and exit");
+
   nnasm::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "CPU features, the ISA in use and its cap; a listing's contents");
   info_cmd->add_option("FILE", info.file, "Listing to describe (optional)");
@@ -76,6 +91,10 @@ int tool_main(int argc, char** argv) {
   run.has_seed = seed->count() > 0;
   if (check_cmd->parsed()) return report(nnasm::cmd_check(check));
   if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
+  if (opt_cmd->parsed()) {
+    if (opt.file.empty() && !opt.list) return report(nnasm::Status::error("nnasm opt: error: FILE is required"));
+    return report(nnasm::cmd_opt(opt));
+  }
   return report(nnasm::cmd_run(run));
 }
 

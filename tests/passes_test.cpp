@@ -1,0 +1,104 @@
+// The optimizer's passes, one golden pair each: tests/passes/PASS.in.nnasm, optimized by that
+// pass alone, printed with each changed instruction's reason, must equal PASS.out.nnasm. Every
+// listing holds positive cases and negative ones (an intermediate with a second reader, an
+// output, one the backward section reads), commented in the input. The optimized program must
+// also compute what the original computes. Regenerate the goldens after a deliberate change with
+// NNASM_UPDATE_GOLDEN=1 (then read the diff).
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "engine/passes/pass.h"
+#include "serialize/listing.h"
+
+namespace nnasm {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Every f32 input and output value after one run of `p` (forward, then backward when present),
+// by name, with the inputs filled deterministically. The program runs as it is (opt level 0).
+std::map<std::string, std::vector<float>> run_values(const Program& p) {
+  p.context().set_opt_level(0);
+  auto ex = Executor::prepare(p);
+  EXPECT_TRUE(ex) << ex.status().message();
+  if (!ex) return {};
+  for (TensorId id : p.inputs()) {
+    Tensor& t = p.context().at(id);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
+  }
+  ex.value()->run(Section::FORWARD);
+  ex.value()->run(Section::BACKWARD);
+  std::map<std::string, std::vector<float>> v;
+  for (TensorId id : p.outputs()) {
+    const Tensor& t = p.context().at(id);
+    v[t.desc.name].assign(t.f32(), t.f32() + t.numel());
+  }
+  return v;
+}
+
+class PassGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PassGolden, MatchesAndComputesTheSame) {
+  const std::string name = GetParam();
+  const std::string in_path = "tests/passes/" + name + ".in.nnasm", out_path = "tests/passes/" + name + ".out.nnasm";
+  Context ctx;
+  Program p(ctx);
+  const Status read = program_parse_file(in_path, &p);
+  ASSERT_TRUE(read) << read.message();
+  Program q = p;
+  OptimizeReport report;
+  const Status st = optimize(q, 1, &report, {name});
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_FALSE(report.rewrites.empty()) << name << " rewrote nothing";
+  const std::string got = program_print(q, [&q](size_t i) { return q.code()[i].note; });
+  if (std::getenv("NNASM_UPDATE_GOLDEN")) std::ofstream(out_path) << got;
+  EXPECT_EQ(got, read_text(out_path)) << "(NNASM_UPDATE_GOLDEN=1 rewrites " << out_path << ")";
+
+  // The golden parses back, and both programs compute the same outputs.
+  Context ctx2;
+  Program back(ctx2);
+  const Status parsed = program_parse(got, out_path, &back);
+  EXPECT_TRUE(parsed) << parsed.message();
+  const auto want = run_values(p), have = run_values(q);
+  ASSERT_EQ(want.size(), have.size());
+  for (const auto& [tensor, values] : want) {
+    ASSERT_TRUE(have.count(tensor)) << tensor;
+    ASSERT_EQ(values.size(), have.at(tensor).size()) << tensor;
+    for (size_t i = 0; i < values.size(); ++i)
+      EXPECT_NEAR(values[i], have.at(tensor)[i], 1e-6 + 1e-6 * std::fabs(values[i])) << tensor << "[" << i << "]";
+  }
+}
+
+std::vector<const char*> pass_names() {
+  std::vector<const char*> v;
+  for (const PassInfo& p : all_passes()) v.push_back(p.name);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPass, PassGolden, ::testing::ValuesIn(pass_names()),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n = i.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+TEST(Optimize, UnknownPassIsAnError) {
+  Context ctx;
+  Program p(ctx);
+  const Status s = optimize(p, 1, nullptr, {"no-such-pass"});
+  EXPECT_EQ(s.message(), "unknown pass 'no-such-pass'");
+}
+
+}  // namespace
+}  // namespace nnasm
