@@ -13,14 +13,18 @@ Uses::Uses(const Program& p) : p_(p) {
       else producer_[id] = i;
     }
   }
-  for (TensorId id : p.cached_grads()) results_[id] = true;
-  // A listing's gradients are found by name (NAME.grad, as autodiff names them), not by the
-  // cache: they are results too.
+  // A gradient autodiff handed out (or, in a listing, found by name: NAME.grad) that no
+  // instruction reads is left for the caller: a result. One the update section reads is consumed
+  // there, and still holds its value between the backward and the update sections.
+  auto result_gradient = [&](TensorId id) {
+    if (!readers_.count(id)) results_[id] = true;
+  };
+  for (TensorId id : p.cached_grads()) result_gradient(id);
   for (TensorId id : p.tensors()) {
     const std::string& name = p.desc(id).name;
     const size_t n = name.size();
     if (n > 5 && name.compare(n - 5, 5, ".grad") == 0 && p.find(name.substr(0, n - 5)) != NO_TENSOR)
-      results_[id] = true;
+      result_gradient(id);
   }
 }
 

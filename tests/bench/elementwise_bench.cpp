@@ -70,7 +70,7 @@ std::unique_ptr<Built> build(bool jit, const std::function<Var(Graph&)>& f,
       for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = name[0] == 'v' ? pos(rng) : u(rng);
   if (Tensor* t = b->ex->tensor("lr")) t->f32()[0] = 1e-3f;
   if (Tensor* t = b->ex->tensor("t")) t->f32()[0] = 10;
-  *kernel = b->ex->kernel_name(b->p.code().size() - 1);
+  *kernel = b->ex->kernel_name(b->ex->program().code().size() - 1);
   return b;
 }
 

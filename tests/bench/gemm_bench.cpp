@@ -74,7 +74,7 @@ void BM_gemm_mlp_784_256_128_10_nnasm(benchmark::State& st) {
     g.output(softmax(linear(relu(linear(relu(linear(g.input("x", {batch, 784}), 256)), 128)), 10)), "y");
   });
   std::string kernels;
-  for (size_t i = 0; i < b->p.code().size(); ++i) kernels += (i ? " " : "") + std::string(b->ex->kernel_name(i));
+  for (size_t i = 0; i < b->ex->program().code().size(); ++i) kernels += (i ? " " : "") + std::string(b->ex->kernel_name(i));
   st.SetLabel(kernels);
   for (auto _ : st) b->ex->run();
   st.SetItemsProcessed(st.iterations() * batch);

@@ -52,7 +52,7 @@ std::unique_ptr<Built> build(bool jit, const RwBench& op, std::string* kernel) {
     for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = u(rng);
   if (Tensor* t = b->ex->tensor("t"))
     for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(i % op.cols);
-  *kernel = b->ex->kernel_name(b->p.code().size() - 1);
+  *kernel = b->ex->kernel_name(b->ex->program().code().size() - 1);
   return b;
 }
 
