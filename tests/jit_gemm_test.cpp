@@ -18,6 +18,8 @@
 #include "engine/activation.h"
 #include "engine/executor.h"
 #include "engine/jit/cpu.h"
+#include "engine/jit/gemm.h"
+#include "tests/jit_levels.h"
 #include "isa/program.h"
 
 namespace nnasm {
@@ -336,6 +338,47 @@ TEST(JitGemm, BatchedMatmul) {
       check(matmul(a({6}, 1, 31), b({1}, 31, 2), ta, tb), isa, 0, rng);
       if (HasFatalFailure()) return;
     }
+}
+
+// beta = 1: the kernel adds op(A)·op(B) into what C holds, on every kernel shape that takes it
+// (GEMV, packed with and without transposes, two K blocks), called directly on raw buffers with
+// integer values so that the sum is exact; a guard band after C stays untouched.
+TEST(JitGemm, AccumulatesIntoC) {
+  struct Shape3 {
+    int64_t m, n, k;
+    bool ta, tb;
+  };
+  const Shape3 shapes[] = {{1, 37, 19, false, false}, {3, 50, 70, false, true},  {20, 37, 300, false, false},
+                           {17, 33, 9, true, false},  {15, 40, 260, true, true}, {64, 100, 150, false, true}};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (Isa isa : jit_levels()) {
+    for (const Shape3& s : shapes) {
+      SCOPED_TRACE(fmt::format("m{} n{} k{} ta{} tb{} on {}", s.m, s.n, s.k, s.ta, s.tb, isa_name(isa)));
+      GemmJitDesc d;
+      d.op = "matmul";
+      d.m = s.m, d.n = s.n, d.k = s.k, d.trans_a = s.ta, d.trans_b = s.tb, d.accumulate = true;
+      KernelCache cache;
+      auto k = jit_gemm(d, isa, cache);
+      ASSERT_TRUE(k && k.value()) << (k ? "no kernel" : k.status().message());
+      EXPECT_NE(k.value()->name().find("_acc"), std::string::npos) << k.value()->name();
+      std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n + 16);
+      for (float& x : a) x = static_cast<float>(small(rng));
+      for (float& x : b) x = static_cast<float>(small(rng));
+      for (float& x : c) x = static_cast<float>(small(rng));
+      std::vector<float> want(c.begin(), c.end());
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j)
+          for (int64_t p = 0; p < s.k; ++p)
+            want[i * s.n + j] += (s.ta ? a[p * s.m + i] : a[i * s.k + p]) * (s.tb ? b[j * s.k + p] : b[p * s.n + j]);
+      AlignedBuffer scratch(jit_gemm_scratch_bytes(d) + 64);
+      const void* in[] = {a.data(), b.data()};
+      void* out[] = {c.data()};
+      KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, scratch.data(), nullptr};
+      k.value()->fn()(&args);
+      for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], want[i]) << "element " << i;
+    }
+  }
 }
 
 }  // namespace

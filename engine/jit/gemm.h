@@ -37,6 +37,9 @@ struct GemmJitDesc {
   // C = act(op(A)·op(B) + bias). The dot kernel does not cover it (a null kernel).
   Activation act = Activation::NONE;
   float act_alpha = 0;
+  // beta = 1: C += op(A)·op(B), adding into what C holds (gradient accumulation). Not with a
+  // bias or an activation (a null kernel); never the dot kernel (the packed one serves Bᵀ).
+  bool accumulate = false;
   // Batch dimensions of C and of the operands (numpy broadcasting, as MATMUL); rank 0 for none.
   Shape batch, a_batch, b_batch;
   // Only these columns of C, [n_begin, n_end) (a parallel part's slice); n_end 0: all of them.

@@ -232,7 +232,9 @@ void Gen::body_gemm() {
 // Columns [jc, jc + w) of C, over all of K in blocks of kc.
 void Gen::n_block(int64_t w) {
   const int64_t blocks = ceil_div(p_.k, p_.kc), last = p_.k - (blocks - 1) * p_.kc;
-  g_.xor_(r9d, r9d);
+  // Accumulating, C already holds a partial sum before the first block.
+  if (p_.accumulate) g_.mov(r9d, 1);
+  else g_.xor_(r9d, r9d);
   g_.mov(g_.qword[rsp + S_PC], 0);
   if (p_.act != Activation::NONE) {
     // The last block on its own, flagged, so that its epilogue applies the activation.

@@ -47,6 +47,8 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
   p.ta = d.trans_a;
   p.tb = d.trans_b;
   p.bias = d.bias;
+  p.accumulate = d.accumulate;
+  if (d.accumulate && (d.bias || d.act != Activation::NONE)) return false;
   p.act = d.act;
   p.act_alpha = d.act_alpha;
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
@@ -105,7 +107,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     // More rows than L1 ways: pack them.
     p.pack_a = !p.ta && p.m > 8;
     p.impl = fmt::format("gemv_m{}", p.m);
-  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS) {
+  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate) {
     p.mode = Mode::DOT;
     p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
     p.impl = fmt::format("dot_m{}", p.m);
@@ -174,6 +176,10 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
                                 d.b_batch.str());
   if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
   std::string op = d.op;
+  if (d.accumulate) {
+    op += "_acc";
+    key += ":acc";
+  }
   if (d.act != Activation::NONE) {
     op += fmt::format("_{}", activation_name(d.act));
     key += fmt::format(":act{}:{}", static_cast<int>(d.act), d.act_alpha);

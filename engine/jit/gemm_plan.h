@@ -35,6 +35,7 @@ struct Plan {
   bool ta = false, tb = false, bias = false;
   Activation act = Activation::NONE;  // applied in the last K block's epilogue
   float act_alpha = 0;
+  bool accumulate = false;  // every K block adds into C (GemmJitDesc::accumulate)
   // Row strides of B (not transposed) and C in floats: the whole N, which n is less than for a
   // part's slice; and the slice's first column, in bytes into C (and B, bias) at entry.
   int64_t ldb = 0, ldc = 0;
