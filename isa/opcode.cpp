@@ -26,7 +26,13 @@ Imm parse_default(const ImmSpec& s, std::string_view text) {
       for (size_t k = 0; k < s.choices.size(); ++k)
         if (s.choices[k] == t) v.i = static_cast<int64_t>(k);
       break;
-    case ImmType::INTS: break;  // list defaults are not used in the table
+    case ImmType::INTS:  // "[a,b,...]"
+      for (size_t p = 1; p + 1 < t.size();) {
+        char* end = nullptr;
+        v.ints.push_back(std::strtoll(t.c_str() + p, &end, 10));
+        p = static_cast<size_t>(end - t.c_str()) + 1;
+      }
+      break;
   }
   return v;
 }
@@ -35,8 +41,12 @@ std::vector<ImmSpec> parse_schema(std::string_view schema) {
   std::vector<ImmSpec> out;
   size_t pos = 0;
   while (pos < schema.size()) {
-    size_t comma = schema.find(',', pos);
-    // A comma inside enum(...) is not used (choices are separated by '|').
+    // Items are separated by commas outside brackets (a list default, `stride:ints=[1,1]`,
+    // has its own); enum(...) choices are separated by '|'.
+    size_t comma = pos;
+    for (int depth = 0; comma < schema.size() && (schema[comma] != ',' || depth > 0); ++comma)
+      depth += schema[comma] == '[' ? 1 : schema[comma] == ']' ? -1 : 0;
+    if (comma == schema.size()) comma = std::string_view::npos;
     std::string_view item = schema.substr(pos, comma == std::string_view::npos ? schema.npos : comma - pos);
     pos = comma == std::string_view::npos ? schema.size() : comma + 1;
     ImmSpec s;

@@ -110,6 +110,37 @@ Var linear(At x, int64_t out_features, const LinearOptions& opt) {
   return linear(x, w, b, opt.act, opt.act_alpha);
 }
 
+Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2dOptions& opt) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const Shape& s = x.v.shape();
+  if (s.rank != 4) return g->fail(Status::errorf("conv2d: input {} is not NCHW (rank 4)", x.v.type().str()), x.loc);
+  if (kernel.size() != 2) return g->fail(Status::error("conv2d: kernel must be {kh, kw}"), x.loc);
+  if (opt.groups < 1 || s[1] % opt.groups)
+    return g->fail(Status::errorf("conv2d: groups={} must divide the {} input channels", opt.groups, s[1]), x.loc);
+  Program& p = g->program();
+  const std::string wn = opt.name.empty() ? p.fresh_name("w") : opt.name + ".w";
+  Var w = g->param(wn, Shape{out_channels, s[1] / opt.groups, kernel[0], kernel[1]}, opt.weight_init, x.loc);
+  Var b;
+  if (opt.bias) b = g->param(opt.name.empty() ? p.fresh_name("b") : opt.name + ".b", Shape{out_channels}, opt.bias_init, x.loc);
+  return conv2d(x, w, b, opt);
+}
+
+Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  std::vector<Var> in{x.v, w};
+  if (b.valid()) in.push_back(b);
+  return g->record(Opcode::CONV2D, in,
+                   {{"stride", imm_ints(opt.stride)},
+                    {"pad", imm_ints(opt.pad)},
+                    {"dilation", imm_ints(opt.dilation)},
+                    {"groups", imm_i(opt.groups)},
+                    {"act", imm_i(static_cast<int64_t>(opt.act))},
+                    {"act_alpha", imm_f(opt.act_alpha)}},
+                   x.loc);
+}
+
 Var add(At a, Var b, float alpha, float beta) {
   return rec(a, Opcode::ADD, {a.v, b}, {{"alpha", imm_f(alpha)}, {"beta", imm_f(beta)}});
 }

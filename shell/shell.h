@@ -68,6 +68,17 @@ struct LinearOptions {
   float act_alpha = 0;
 };
 
+struct Conv2dOptions {
+  std::string name;  // params are @NAME.w and @NAME.b; empty: @wN and @bN
+  std::vector<int64_t> stride{1, 1}, pad{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+  InitSpec weight_init{InitKind::HE_NORMAL, 0, 0};  // fan-in = in/groups · kh · kw
+  InitSpec bias_init{InitKind::ZEROS, 0, 0};
+  Activation act = Activation::NONE;  // fused as LINEAR's
+  float act_alpha = 0;
+};
+
 class Graph {
  public:
   explicit Graph(Program& p) : p_(&p) {}
@@ -98,6 +109,13 @@ Var matmul(At a, Var b, bool trans_a = false, bool trans_b = false);
 // act_alpha from opt (default none).
 Var linear(At x, int64_t out_features, const LinearOptions& opt = {});
 Var linear(At x, Var w, Var b, Activation act = Activation::NONE, float act_alpha = 0);
+
+// Convolution (NCHW): y = act(conv(x, W) + b) with W [out, in/groups, kh, kw] and b [out]
+// created as params, in inferred from x.
+Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2dOptions& opt = {});
+// The same with given weights and bias (an invalid Var b: no bias); opt's geometry, groups and
+// activation apply, its names, inits and `bias` do not.
+Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
 
 // Binary elementwise (numpy broadcasting)
 Var add(At a, Var b, float alpha = 1, float beta = 1);

@@ -166,6 +166,39 @@ Cases linear_cases() {
           fused(Activation::TANH, 0)};
 }
 
+// CONV2D with weights and bias as params; small x and W and |b| in [0.5, 1.5] keep a fused
+// activation's pre-activation away from its kinks.
+GradCase conv(const std::string& what, Shape xs, Shape ws, bool bias, Conv2dOptions opt) {
+  return {what,
+          [=](Graph& g) {
+            Var x = g.input("x", xs);
+            Var w = g.param("w", ws, {InitKind::UNIFORM, -1, 1});
+            Var b = bias ? g.param("b", {ws.dims[0]}, {InitKind::UNIFORM, -1, 1}) : Var();
+            std::vector<Var> wrt{x, w};
+            if (bias) wrt.push_back(b);
+            return Built{conv2d(x, w, b, opt), wrt};
+          },
+          opt.act == Activation::NONE
+              ? Fill{}
+              : all_of({put("x", uniform(-0.1, 0.1)), put("w", uniform(-0.1, 0.1)), put("b", signed_between(0.5, 1.5))})};
+}
+
+Conv2dOptions conv_opts(std::vector<int64_t> stride, std::vector<int64_t> pad, std::vector<int64_t> dilation,
+                        int64_t groups, Activation act = Activation::NONE) {
+  Conv2dOptions o;
+  o.stride = stride, o.pad = pad, o.dilation = dilation, o.groups = groups, o.act = act;
+  return o;
+}
+
+Cases conv_cases() {
+  return {conv("3x3 pad 1", {2, 3, 5, 6}, {4, 3, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 1)),
+          conv("stride 2, dilation 2, no bias", {1, 2, 9, 8}, {3, 2, 3, 2}, false, conv_opts({2, 1}, {1, 0}, {2, 2}, 1)),
+          conv("depthwise", {1, 4, 5, 5}, {4, 1, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 4)),
+          conv("two groups 1x1", {2, 4, 3, 3}, {6, 2, 1, 1}, true, conv_opts({1, 1}, {0, 0}, {1, 1}, 2)),
+          conv("act=relu", {1, 2, 4, 4}, {3, 2, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 1, Activation::RELU)),
+          conv("act=tanh", {1, 2, 4, 4}, {3, 2, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 1, Activation::TANH))};
+}
+
 // A binary op on inputs a and b of the given shapes.
 GradCase binary(const std::string& what, Shape sa, Shape sb, std::function<Var(Var, Var)> f, Fill fill = {}) {
   return {what,
@@ -203,6 +236,7 @@ const std::map<Opcode, Cases>& gradcheck_table() {
   static const std::map<Opcode, Cases> t = {
       {Opcode::MATMUL, matmul_cases()},
       {Opcode::LINEAR, linear_cases()},
+      {Opcode::CONV2D, conv_cases()},
       {Opcode::ADD,
        {binary("[3,4]+[4] alpha=0.5 beta=-2", {3, 4}, {4}, [](Var a, Var b) { return add(a, b, 0.5f, -2.f); }),
         binary("[2,3]+[]", {2, 3}, {}, [](Var a, Var b) { return a + b; })}},

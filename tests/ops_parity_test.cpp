@@ -405,6 +405,123 @@ void cases_linear(ParityRun& r) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Convolution: one naive visitor of every (output, kernel tap) pair that touches the input,
+// shared by the forward and both gradient products.
+
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw;
+  std::vector<int64_t> stride, pad, dilation;
+  int64_t groups;
+};
+
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+
+// Calls f(y_index, x_index, w_index) for every product y += x·w of the convolution.
+void conv_taps(const ConvCase& c, const std::function<void(int64_t, int64_t, int64_t)>& f) {
+  const int64_t ho = conv_out(c.h, c.kh, c.stride[0], c.pad[0], c.dilation[0]);
+  const int64_t wo = conv_out(c.w, c.kw, c.stride[1], c.pad[1], c.dilation[1]);
+  const int64_t cg = c.c / c.groups, og = c.o / c.groups;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.o; ++o)
+      for (int64_t oy = 0; oy < ho; ++oy)
+        for (int64_t ox = 0; ox < wo; ++ox)
+          for (int64_t cl = 0; cl < cg; ++cl)
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                const int64_t iy = oy * c.stride[0] - c.pad[0] + i * c.dilation[0];
+                const int64_t ix = ox * c.stride[1] - c.pad[1] + j * c.dilation[1];
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                const int64_t ci = (o / og) * cg + cl;
+                f(((n * c.o + o) * ho + oy) * wo + ox, ((n * c.c + ci) * c.h + iy) * c.w + ix,
+                  ((o * cg + cl) * c.kh + i) * c.kw + j);
+              }
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {1, 1, 7, 7, 1, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},
+      {2, 3, 15, 16, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 16, 5, 5, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 16},   // depthwise
+      {3, 4, 17, 9, 6, 5, 3, {2, 1}, {2, 1}, {1, 1}, 2},     // two groups, a stride
+      {1, 2, 33, 8, 3, 3, 3, {2, 2}, {0, 1}, {2, 2}, 1},     // dilation
+      {2, 5, 6, 7, 7, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},      // pointwise: no im2col
+      {1, 3, 4, 1, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},      // a 1-wide image
+      {1, 1, 28, 28, 6, 5, 5, {1, 1}, {2, 2}, {1, 1}, 1},    // LeNet's first layer
+      {2, 6, 14, 14, 16, 5, 5, {1, 1}, {0, 0}, {1, 1}, 1},   // LeNet's second
+  };
+  return cases;
+}
+
+std::vector<ImmArg> conv_imms(const ConvCase& c) {
+  return {imm_ints("stride", c.stride), imm_ints("pad", c.pad), imm_ints("dilation", c.dilation), imm_i("groups", c.groups)};
+}
+
+Shape conv_y_shape(const ConvCase& c) {
+  return Shape{c.n, c.o, conv_out(c.h, c.kh, c.stride[0], c.pad[0], c.dilation[0]),
+               conv_out(c.w, c.kw, c.stride[1], c.pad[1], c.dilation[1])};
+}
+
+void cases_conv2d(ParityRun& r) {
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    for (size_t ci = 0; ci < conv_cases().size(); ++ci) {
+      const ConvCase& c = conv_cases()[ci];
+      if (a >= 0 && ci % 3 != static_cast<size_t>(a) % 3) continue;  // each activation on a third of the cases
+      const bool bias = ci != 5;
+      const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());
+      const HostTensor w = random_f32(Shape{c.o, c.c / c.groups, c.kh, c.kw}, r.rng());
+      const HostTensor b = random_f32(Shape{c.o}, r.rng());
+      const Shape ys = conv_y_shape(c);
+      std::vector<double> acc(count_of(ys)), mag(count_of(ys));
+      const int64_t plane = ys.dims[2] * ys.dims[3];
+      for (int64_t i = 0; i < count_of(ys); ++i)
+        if (bias) acc[i] = b.v[(i / plane) % c.o], mag[i] = std::fabs(acc[i]);
+      conv_taps(c, [&](int64_t yi, int64_t xi, int64_t wi) {
+        acc[yi] += x.v[xi] * w.v[wi];
+        mag[yi] += std::fabs(x.v[xi] * w.v[wi]);
+      });
+      const Tolerance st = sum_tol(c.c / c.groups * c.kh * c.kw + 1);
+      Expected e{HostTensor{TensorType{DType::F32, ys}, {}}, mag, a < 0 ? st : Tolerance{st.atol + 1e-6, 1.2 * st.rtol + 1e-6}};
+      for (double v : acc) e.t.v.push_back(a < 0 ? v : linear_acts()[a].f(v));
+      std::vector<ImmArg> imms = conv_imms(c);
+      if (a >= 0) imms.insert(imms.end(), {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)});
+      if (bias) r.check({x, w, b}, imms, e);
+      else r.check({x, w}, imms, e);
+    }
+  }
+}
+
+void cases_conv2d_bwd_data(ParityRun& r) {
+  for (const ConvCase& c : conv_cases()) {
+    const HostTensor dy = random_f32(conv_y_shape(c), r.rng());
+    const HostTensor w = random_f32(Shape{c.o, c.c / c.groups, c.kh, c.kw}, r.rng());
+    const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());  // only its shape counts
+    std::vector<double> acc(x.v.size()), mag(x.v.size());
+    conv_taps(c, [&](int64_t yi, int64_t xi, int64_t wi) {
+      acc[xi] += dy.v[yi] * w.v[wi];
+      mag[xi] += std::fabs(dy.v[yi] * w.v[wi]);
+    });
+    Expected e{HostTensor{x.type, acc}, mag, sum_tol(c.o / c.groups * c.kh * c.kw)};
+    r.check({dy, w, x}, conv_imms(c), e);
+  }
+}
+
+void cases_conv2d_bwd_weight(ParityRun& r) {
+  for (const ConvCase& c : conv_cases()) {
+    const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());
+    const HostTensor dy = random_f32(conv_y_shape(c), r.rng());
+    const HostTensor w = random_f32(Shape{c.o, c.c / c.groups, c.kh, c.kw}, r.rng());  // only its shape
+    std::vector<double> acc(w.v.size()), mag(w.v.size());
+    conv_taps(c, [&](int64_t yi, int64_t xi, int64_t wi) {
+      acc[wi] += dy.v[yi] * x.v[xi];
+      mag[wi] += std::fabs(dy.v[yi] * x.v[xi]);
+    });
+    const Shape& ys = dy.type.shape;
+    Expected e{HostTensor{w.type, acc}, mag, sum_tol(c.n * ys.dims[2] * ys.dims[3])};
+    r.check({x, dy, w}, conv_imms(c), e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Along one axis
 
 int axis_ref(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
@@ -1172,6 +1289,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
   static const std::map<Opcode, CaseFn> t = {
       {Opcode::MATMUL, cases_matmul},
       {Opcode::LINEAR, cases_linear},
+      {Opcode::CONV2D, cases_conv2d},
+      {Opcode::CONV2D_BWD_DATA, cases_conv2d_bwd_data},
+      {Opcode::CONV2D_BWD_WEIGHT, cases_conv2d_bwd_weight},
       {Opcode::ADD, cases_add},
       {Opcode::SUB, cases_sub},
       {Opcode::MUL, cases_mul},
@@ -1655,6 +1775,9 @@ ValidCase valid_case(const OpInfo& info) {
       return {{Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, Shape{3, 4}, Shape(), Shape()}, {}};
     case Opcode::MATMUL: return {{Shape{3, 4}, Shape{4, 5}}, {}};
     case Opcode::LINEAR: return {{Shape{3, 4}, Shape{4, 5}, Shape{5}}, {}};
+    case Opcode::CONV2D: return {{Shape{2, 3, 5, 5}, Shape{4, 3, 3, 3}, Shape{4}}, {}};
+    case Opcode::CONV2D_BWD_DATA: return {{Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}, Shape{2, 3, 5, 5}}, {}};
+    case Opcode::CONV2D_BWD_WEIGHT: return {{Shape{2, 3, 5, 5}, Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}}, {}};
     case Opcode::RESHAPE: return {{Shape{3, 4}}, {imm_ints("shape", {12})}};
     case Opcode::TRANSPOSE: return {{Shape{3, 4}}, {imm_ints("perm", {1, 0})}};
     case Opcode::SLICE: return {{Shape{3, 4}}, {imm_i("axis", 0), imm_i("start", 0), imm_i("end", 2)}};

@@ -242,6 +242,25 @@ TEST(ParallelSteps, DispatchStreamMatchesTheLoop) {
   }
 }
 
+// Convolutions split their images into parts (forward and data gradient); the weight gradient
+// sums over the images in one part. A small CNN's training steps are bitwise the same.
+TEST(ParallelSteps, ConvTrainingIsBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program& p, Graph& g) {
+        Var x = g.input("x", {8, 8, 12, 12});
+        Var labels = g.input("labels", {8}, DType::I32);
+        Conv2dOptions o;
+        o.pad = {1, 1};
+        o.act = Activation::RELU;
+        Var c1 = conv2d(x, 16, {3, 3}, o);
+        o.stride = {2, 2};
+        Var c2 = conv2d(c1, 8, {3, 3}, o);
+        g.output(softmax_ce(linear(reshape(c2, {8, 8 * 6 * 6}), 10), labels), "loss");
+        ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01, 0.9)));
+      },
+      true);
+}
+
 TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {
   expect_same_for_any_threads(
       [](Program&, Graph& g) {

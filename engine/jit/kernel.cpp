@@ -32,6 +32,19 @@ Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, s
   return std::shared_ptr<const JitKernel>(std::move(k));
 }
 
+Result<std::shared_ptr<const JitKernel>> build_bound_kernel(const std::string& name, BoundFn fn,
+                                                            std::shared_ptr<const void> data) {
+  Result<std::shared_ptr<const JitKernel>> k = build_kernel(name, 32, [&](Xbyak::CodeGenerator& g) {
+    g.mov(g.rsi, reinterpret_cast<uint64_t>(data.get()));
+    g.mov(g.rax, reinterpret_cast<uint64_t>(fn));
+    g.jmp(g.rax);  // a tail call: fn returns to our caller
+    return Status::ok();
+  });
+  if (!k) return k;
+  std::const_pointer_cast<JitKernel>(k.value())->bound_ = std::move(data);
+  return k;
+}
+
 Result<std::shared_ptr<const JitKernel>> KernelCache::get(
     const std::string& key, const std::function<Result<std::shared_ptr<const JitKernel>>()>& build) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -33,8 +33,12 @@ class JitKernel {
  private:
   friend Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string&, size_t,
                                                                const std::function<Status(Xbyak::CodeGenerator&)>&);
+  friend Result<std::shared_ptr<const JitKernel>> build_bound_kernel(const std::string&,
+                                                                     void (*)(const KernelArgs*, const void*),
+                                                                     std::shared_ptr<const void>);
   JitKernel() = default;
   std::unique_ptr<Xbyak::CodeGenerator> gen_;
+  std::shared_ptr<const void> bound_;  // a bound kernel's data
   KernelFn fn_ = nullptr;
   std::string name_;
   size_t bytes_ = 0;
@@ -45,6 +49,14 @@ class JitKernel {
 // protection failure), caught here and returned. Allocates.
 Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, size_t max_bytes,
                                                       const std::function<Status(Xbyak::CodeGenerator&)>& emit);
+
+// A kernel that is C++ code driving other generated kernels (a convolution: im2col, then a
+// GEMM kernel, then a bias/activation kernel): a generated entry puts `data` in the second
+// argument register and jumps to fn(args, data). The kernel keeps `data` (and through it the
+// kernels it calls) alive. Errors: as build_kernel. Allocates.
+using BoundFn = void (*)(const KernelArgs* args, const void* data);
+Result<std::shared_ptr<const JitKernel>> build_bound_kernel(const std::string& name, BoundFn fn,
+                                                            std::shared_ptr<const void> data);
 
 class KernelCache;
 

@@ -26,6 +26,7 @@
 
 #include "engine/jit/gemm.h"
 #include "ops/elementwise/activation.h"
+#include "ops/linalg/act_grad.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
@@ -94,37 +95,11 @@ void linear_ref(const KernelArgs* k) {
   for (int64_t i = 0; i < g.m * g.n; ++i) y[i] = act::apply(f, y[i], a);
 }
 
-// dZ from dY and the output y (see the contract), or an error for the activations whose
-// derivative needs the pre-activation.
-Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, TensorId dy) {
-  const auto f = static_cast<Activation>(ins.i(ACT));
-  const double a = ins.f(ACT_ALPHA);
-  const TensorId y = ins.out[0];
-  switch (f) {
-    case Activation::NONE: return dy;
-    case Activation::LEAKYRELU:
-      if (a < 0) break;
-      [[fallthrough]];
-    case Activation::RELU:
-    case Activation::CLIPPED_RELU:
-      // ACT_BWD's fn list is LINEAR's act list without none.
-      return b.emit(Opcode::ACT_BWD, {dy, y}, {{"fn", imm_i(static_cast<int64_t>(f) - 1)}, {"alpha", imm_f(a)}});
-    case Activation::SIGMOID: return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {y, b.emit(Opcode::MUL, {y, y})})});
-    case Activation::TANH: {
-      const TensorId one = b.emit(Opcode::FILL, {y}, {{"value", imm_f(1)}});
-      return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {one, b.emit(Opcode::MUL, {y, y})})});
-    }
-    default: break;
-  }
-  return Status::errorf("LINEAR with act={}{} has no backward rule: unfuse it", activation_name(f),
-                        f == Activation::LEAKYRELU ? " and a negative act_alpha" : "");
-}
-
 Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
   const Shape& w = b.type(ins.in[1]).shape;
   const int64_t rows = b.type(ins.in[0]).shape.numel() / w[0];
-  Result<TensorId> dz = act_grad_from_output(b, ins, dy[0]);
+  Result<TensorId> dz = act_grad_from_output(b, ins, ACT, dy[0]);
   if (!dz.is_ok()) return dz.status();
   const TensorId dy2 = b.reshape(*dz, Shape{rows, w[1]});
   if (need[0])

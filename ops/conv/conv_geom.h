@@ -1,0 +1,43 @@
+// The geometry every CONV2D-family instruction shares: sizes from the operand types and the
+// immediates (stride, pad, dilation, groups — the first four immediates of each of them), the
+// shape checks with their messages, and the im2col / col2im transforms that turn a convolution
+// into GEMMs: for image n and group g, cols[(c·kh + i)·kw + j][oy·Wo + ox] =
+// x[n, g·Cg + c, oy·sh − ph + i·dh, ox·sw − pw + j·dw] (0 outside the image), so that
+// y[n, g·Og + o, :, :] = W_g[o, :] · cols.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/instruction.h"
+
+namespace nnasm {
+
+struct ConvGeom {
+  int64_t n, c, h, w;   // input
+  int64_t o, kh, kw;    // weights [o, c/groups, kh, kw]
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t ho, wo;       // output
+  int64_t cg() const { return c / groups; }
+  int64_t og() const { return o / groups; }
+  int64_t k() const { return cg() * kh * kw; }  // GEMM depth: a column of cols
+  int64_t p() const { return ho * wo; }         // output pixels per channel
+  // cols is x itself: 1×1 kernel, stride 1, no padding (then only the GEMM runs).
+  bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+// Immediate positions shared by CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT.
+enum ConvImm { CONV_STRIDE, CONV_PAD, CONV_DILATION, CONV_GROUPS, CONV_ACT, CONV_ACT_ALPHA };
+
+// The geometry of input shape x and weight shape w under ins's immediates, or an error naming
+// the operand at fault (`op` is the mnemonic, x_k and w_k the operand positions for messages).
+Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const TensorType& w, int w_k, ConvGeom* g);
+// The same for a kernel: the shapes are already checked.
+ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w);
+
+// cols [k, p] of image `x` (one image's [c, h, w] block) for group g. Does not allocate.
+void im2col(const ConvGeom& g, const float* x, int64_t group, float* cols);
+// The adjoint: dx (one image) += cols scattered back, for group g.
+void col2im_add(const ConvGeom& g, const float* cols, int64_t group, float* dx);
+
+}  // namespace nnasm

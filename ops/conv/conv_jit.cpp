@@ -1,0 +1,194 @@
+// The CONV2D family's bound kernels: descriptors, the drivers, and the cache keys.
+#include "ops/conv/conv_jit.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "engine/jit/act_snippet.h"
+#include "engine/jit/elementwise.h"
+#include "engine/jit/gemm.h"
+
+namespace nnasm {
+namespace {
+
+constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a split does not pay
+
+// What a driver needs: the geometry, its images [n0, n1), and the kernels it calls.
+struct ConvKernel {
+  ConvGeom g;
+  int64_t n0 = 0, n1 = 0;
+  bool bias = false;
+  KernelFn gemm = nullptr;
+  KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
+  std::vector<std::shared_ptr<const JitKernel>> keep;
+};
+
+GemmJitDesc gemm_desc(const ConvGeom& g, ConvPass pass) {
+  GemmJitDesc d;
+  d.op = "conv2d";
+  switch (pass) {
+    case ConvPass::FORWARD: d.m = g.og(), d.n = g.p(), d.k = g.k(); break;
+    case ConvPass::BACKWARD_DATA:
+      d.op = "conv2d_bwd_data";
+      d.m = g.k(), d.n = g.p(), d.k = g.og(), d.trans_a = true;
+      break;
+    case ConvPass::BACKWARD_WEIGHT:
+      d.op = "conv2d_bwd_weight";
+      d.m = g.og(), d.n = g.k(), d.k = g.p(), d.trans_b = true, d.accumulate = true;
+      break;
+  }
+  return d;
+}
+
+void run_gemm(KernelFn gemm, const float* a, const float* b, float* c, void* scratch) {
+  const void* in[] = {a, b};
+  void* out[] = {c};
+  const KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, scratch, nullptr};
+  gemm(&args);
+}
+
+void forward(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  const float* w = static_cast<const float*>(a->in[1]);
+  float* y = static_cast<float*>(a->out[0]);
+  float* cols = static_cast<float*>(a->scratch);
+  float* gemm_scratch = cols + conv_cols_floats(g);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  for (int64_t n = k.n0; n < k.n1; ++n) {
+    float* yn = y + n * out_image;
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const float* m = x + n * image + grp * g.cg() * g.h * g.w;
+      if (!g.pointwise()) {
+        im2col(g, x + n * image, grp, cols);
+        m = cols;
+      }
+      run_gemm(k.gemm, w + grp * g.og() * g.k(), m, yn + grp * g.og() * g.p(), gemm_scratch);
+    }
+    if (k.epilogue) {
+      const void* in[] = {yn, k.bias ? a->in[2] : nullptr};
+      void* out[] = {yn};
+      const KernelArgs e{in, out, nullptr, nullptr, nullptr, k.bias ? 2 : 1, 1, nullptr, nullptr};
+      k.epilogue(&e);
+    }
+  }
+}
+
+void backward_data(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* dy = static_cast<const float*>(a->in[0]);
+  const float* w = static_cast<const float*>(a->in[1]);
+  float* dx = static_cast<float*>(a->out[0]);
+  float* cols = static_cast<float*>(a->scratch);
+  float* gemm_scratch = cols + conv_cols_floats(g);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  std::memset(dx + k.n0 * image, 0, static_cast<size_t>((k.n1 - k.n0) * image) * sizeof(float));
+  for (int64_t n = k.n0; n < k.n1; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      float* dst = g.pointwise() ? dx + n * image + grp * g.cg() * g.h * g.w : cols;
+      run_gemm(k.gemm, w + grp * g.og() * g.k(), dy + n * out_image + grp * g.og() * g.p(), dst, gemm_scratch);
+      if (!g.pointwise()) col2im_add(g, cols, grp, dx + n * image);
+    }
+  }
+}
+
+void backward_weight(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  const float* dy = static_cast<const float*>(a->in[1]);
+  float* dw = static_cast<float*>(a->out[0]);
+  float* cols = static_cast<float*>(a->scratch);
+  float* gemm_scratch = cols + conv_cols_floats(g);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  std::memset(dw, 0, static_cast<size_t>(g.o * g.k()) * sizeof(float));
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const float* m = x + n * image + grp * g.cg() * g.h * g.w;
+      if (!g.pointwise()) {
+        im2col(g, x + n * image, grp, cols);
+        m = cols;
+      }
+      run_gemm(k.gemm, dy + n * out_image + grp * g.og() * g.p(), m, dw + grp * g.og() * g.k(), gemm_scratch);
+    }
+  }
+}
+
+// The forward epilogue: y = act(y + b[channel]) per image, rows = channels; or act(y) alone.
+Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, bool bias) {
+  const auto f = static_cast<Activation>(r.ins.i(CONV_ACT));
+  const float alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+  if (!bias && f == Activation::NONE) return KernelRef();
+  const ActSnippet act = act_snippet(f, alpha);
+  EwSpec s;
+  s.op = fmt::format("conv2d_{}{}", bias ? "bias_" : "", activation_name(f));
+  s.imms = fmt::format("alpha={}", alpha);
+  s.isa = r.isa;
+  s.rows = bias ? g.o : 1;
+  s.inner = bias ? g.p() : g.o * g.p();
+  s.in = bias ? std::vector<Feed>{Feed::STREAM, Feed::COL} : std::vector<Feed>{Feed::STREAM};
+  s.n_tmp = act.n_tmp;
+  s.body = [act, bias](VecGen& v, const std::vector<Xbyak::Xmm>& dst, const std::vector<Xbyak::Xmm>& src,
+                       const std::vector<Xbyak::Xmm>& tmp) {
+    if (bias) {
+      v.g.vaddps(dst[0], src[0], src[1]);
+      act.body(v, dst[0], dst[0], tmp);
+    } else {
+      act.body(v, dst[0], src[0], tmp);
+    }
+  };
+  return elementwise_kernel(s, cache);
+}
+
+}  // namespace
+
+int64_t conv_cols_floats(const ConvGeom& g) { return (g.k() * g.p() + 15) / 16 * 16; }
+
+size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
+  return static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + gemm_scratch_floats(s) * sizeof(float);
+}
+
+size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
+  return static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
+}
+
+int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
+  if (pass == ConvPass::BACKWARD_WEIGHT || threads <= 1) return 1;
+  const int64_t flops = 2 * g.n * g.o * g.p() * g.k();
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(flops / PART_FLOPS, g.n), 1, threads));
+}
+
+Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCache& cache, ConvPass pass,
+                                                  const ConvGeom& g) {
+  auto k = std::make_shared<ConvKernel>();
+  k->g = g;
+  k->n0 = g.n * r.part / r.n_parts;
+  k->n1 = g.n * (r.part + 1) / r.n_parts;
+  k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
+  Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gemm_desc(g, pass), r.isa, cache);
+  if (!gemm || !gemm.value()) return gemm;
+  k->gemm = gemm.value()->fn();
+  k->keep.push_back(gemm.value());
+  std::string name = gemm.value()->name();
+  if (pass == ConvPass::FORWARD) {
+    Result<KernelRef> e = epilogue_kernel(r, cache, g, k->bias);
+    if (!e) return e.status();
+    if (e.value()) {
+      k->epilogue = e.value()->fn();
+      k->keep.push_back(e.value());
+      name += "+" + e.value()->name().substr(4);  // without the "f32_"
+    }
+  }
+  const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
+                                      static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
+                                      g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
+                                      r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
+  const BoundFn fn = pass == ConvPass::FORWARD ? forward : pass == ConvPass::BACKWARD_DATA ? backward_data : backward_weight;
+  return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
+}
+
+}  // namespace nnasm

@@ -1,0 +1,32 @@
+// dZ of a fused activation, from the output (see the header).
+#include "ops/linalg/act_grad.h"
+
+#include "engine/activation.h"
+
+namespace nnasm {
+
+Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, int act_imm, TensorId dy) {
+  const auto f = static_cast<Activation>(ins.i(act_imm));
+  const double a = ins.f(act_imm + 1);
+  const TensorId y = ins.out[0];
+  switch (f) {
+    case Activation::NONE: return dy;
+    case Activation::LEAKYRELU:
+      if (a < 0) break;
+      [[fallthrough]];
+    case Activation::RELU:
+    case Activation::CLIPPED_RELU:
+      // ACT_BWD's fn list is the act list without none.
+      return b.emit(Opcode::ACT_BWD, {dy, y}, {{"fn", imm_i(static_cast<int64_t>(f) - 1)}, {"alpha", imm_f(a)}});
+    case Activation::SIGMOID: return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {y, b.emit(Opcode::MUL, {y, y})})});
+    case Activation::TANH: {
+      const TensorId one = b.emit(Opcode::FILL, {y}, {{"value", imm_f(1)}});
+      return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {one, b.emit(Opcode::MUL, {y, y})})});
+    }
+    default: break;
+  }
+  return Status::errorf("{} with act={}{} has no backward rule: unfuse it", ins.info().mnemonic, activation_name(f),
+                        f == Activation::LEAKYRELU ? " and a negative act_alpha" : "");
+}
+
+}  // namespace nnasm

@@ -1,0 +1,80 @@
+// CONV2D beyond the parity and gradient tables: the generated kernels really run for the forward
+// pass and both gradient products at every JIT level, and the shell function's errors.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "engine/optimizer.h"
+#include "shell/shell.h"
+#include "tests/jit_levels.h"
+
+namespace nnasm {
+namespace {
+
+TEST(Conv2d, GeneratedKernelsRunForwardAndBackward) {
+  for (Isa isa : jit_levels()) {
+    SCOPED_TRACE(isa_name(isa));
+    Context ctx;
+    ctx.set_jit(JitConfig{true, isa});
+    Program p(ctx);
+    Graph g(p);
+    Var x = g.input("x", {2, 1, 28, 28});
+    Var labels = g.input("labels", {2}, DType::I32);
+    Conv2dOptions o;
+    o.pad = {2, 2};
+    o.act = Activation::RELU;
+    Var c1 = conv2d(x, 6, {5, 5}, o);
+    o.pad = {0, 0};
+    o.stride = {2, 2};
+    Var c2 = conv2d(c1, 16, {5, 5}, o);
+    g.output(softmax_ce(linear(reshape(c2, {2, 16 * 12 * 12}), 10), labels), "loss");
+    ASSERT_TRUE(g.status()) << g.status().message();
+    ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01)));
+    auto ex = Executor::prepare(p);
+    ASSERT_TRUE(ex) << ex.status().message();
+    int conv = 0;
+    const Program& run = ex.value()->program();
+    for (size_t i = 0; i < run.code().size(); ++i) {
+      const Opcode op = run.code()[i].op;
+      if (op != Opcode::CONV2D && op != Opcode::CONV2D_BWD_DATA && op != Opcode::CONV2D_BWD_WEIGHT) continue;
+      ++conv;
+      const std::string k = ex.value()->kernel_name(i);
+      EXPECT_NE(k.find("conv2d"), std::string::npos) << run.code()[i].info().mnemonic << ": " << k;
+      EXPECT_NE(k.find(isa_name(isa)), std::string::npos) << k;
+    }
+    // Two forward convolutions, two weight gradients, one data gradient (x needs none).
+    EXPECT_EQ(conv, 5);
+    ex.value()->train_step();
+    EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
+  }
+}
+
+TEST(Conv2d, ShellAndShapeErrorsNameTheProblem) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {1, 3, 8, 8});
+  Conv2dOptions o;
+  o.groups = 2;
+  EXPECT_FALSE(conv2d(x, 4, {3, 3}, o).valid());
+  EXPECT_NE(g.status().message().find("groups=2 must divide the 3 input channels"), std::string::npos)
+      << g.status().message();
+
+  Program q(ctx);
+  Graph h(q);
+  Var y = h.input("y", {1, 3, 4, 4});
+  EXPECT_FALSE(conv2d(y, 4, {7, 7}).valid());
+  EXPECT_NE(h.status().message().find("does not fit input"), std::string::npos) << h.status().message();
+
+  Program r(ctx);
+  Graph k(r);
+  Var z = k.input("z", {1, 3, 4, 4});
+  Conv2dOptions bad;
+  bad.stride = {0, 1};
+  EXPECT_FALSE(conv2d(z, 4, {3, 3}, bad).valid());
+  EXPECT_NE(k.status().message().find("stride must be at least 1"), std::string::npos) << k.status().message();
+}
+
+}  // namespace
+}  // namespace nnasm
