@@ -21,8 +21,13 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     ex->program_ = ex->optimized_.get();
   }
   const Program& p = *ex->program_;
+  if (ctx.opt_level() > 0) NNASM_TRY(ex->plan_arena());
+  char* const arena = static_cast<char*>(ex->arena_.data());
   for (TensorId id : p.tensors()) {
     Tensor& t = ctx.at(id);
+    const PlannedTensor* slot = ex->plan_.find(id);
+    t.arena_slot = slot ? arena + slot->offset : nullptr;
+    if (slot) continue;
     const bool fresh = !t.allocated();
     if (!t.allocate())
       return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
@@ -49,13 +54,13 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     s.args.in = ex->in_ptrs_.data() + ex->in_ptrs_.size();
     s.args.in_type = ex->types_.data() + ex->types_.size();
     for (TensorId id : ins.in) {
-      ex->in_ptrs_.push_back(ctx.at(id).data.data());
+      ex->in_ptrs_.push_back(ctx.at(id).storage());
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     s.args.out = ex->out_ptrs_.data() + ex->out_ptrs_.size();
     s.args.out_type = ex->types_.data() + ex->types_.size();
     for (TensorId id : ins.out) {
-      ex->out_ptrs_.push_back(ctx.at(id).data.data());
+      ex->out_ptrs_.push_back(ctx.at(id).storage());
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     s.kernel = "ref";
@@ -90,6 +95,26 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   }
   if (ctx.jit().enabled && ctx.jit().stream) ex->build_streams();
   return ex;
+}
+
+Status Executor::plan_arena() {
+  const Program& p = *program_;
+  plan_ = plan_memory(p);
+  NNASM_TRY(verify_plan(p, plan_).with_prefix("internal error: "));
+  if (plan_.tensors.empty()) return Status::ok();
+  arena_ = AlignedBuffer(plan_.arena_bytes);
+  if (arena_.empty()) return Status::errorf("cannot allocate the {}-byte arena of the temporaries", plan_.arena_bytes);
+  return Status::ok();
+}
+
+Executor::~Executor() {
+  if (plan_.tensors.empty()) return;
+  const char* arena = static_cast<const char*>(arena_.data());
+  Context& ctx = program_->context();  // program_ is optimized_ here, alive until after this body
+  for (const PlannedTensor& s : plan_.tensors) {
+    Tensor& t = ctx.at(s.id);
+    if (t.arena_slot == arena + s.offset) t.arena_slot = nullptr;
+  }
 }
 
 void Executor::build_streams() {

@@ -1,12 +1,14 @@
-// The executor. `prepare` does all the work once: it allocates storage for every tensor of the
-// program, fills params and constants, and resolves each instruction to a kernel function and its
-// operand pointers. `run` is then a tight loop over that flat array: no map lookups, no
-// allocation, no virtual calls.
+// The executor. `prepare` does all the work once: it plans the temporaries into one arena
+// (engine/memory_plan.h) and allocates storage for every other tensor of the program, fills params
+// and constants, and resolves each instruction to a kernel function and its operand pointers.
+// `run` is then a tight loop over that flat array: no map lookups, no allocation, no virtual
+// calls.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/memory_plan.h"
 #include "engine/status.h"
 #include "engine/thread_pool.h"
 #include "isa/program.h"
@@ -23,8 +25,15 @@ class Executor {
   // Unless the context's opt_level() is 0, prepare first optimizes a copy of the program
   // (engine/passes/pass.h) and runs that: program() is then the copy, whose temporaries may
   // differ from the original's (inputs, outputs, params, state and handed-out gradients keep
-  // their names and meaning).
+  // their names and meaning). It then plans the copy's private temporaries into one arena of
+  // this executor's (their Tensor::arena_slot), checks the plan with verify_plan (an error here
+  // is the planner's bug, reported rather than run), and gives every other tensor storage of its
+  // own. At opt_level() 0 nothing is planned: every tensor owns its storage, as before planning.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
+  // Clears the arena slots it set that no later prepare took over. Requires the context alive.
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   // Runs the forward section. Performs no allocation. Not thread-safe per executor. Steps with
   // several parts run them on the context's thread pool (as it was at prepare); results are
@@ -39,9 +48,14 @@ class Executor {
   void set_training(bool t) { state_.training = t; }
   bool training() const { return state_.training; }
 
-  // Storage of a tensor of the program by name; nullptr if there is no such tensor.
+  // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary's
+  // storage is its arena slot, which this executor set if it was prepared last over it; its value
+  // is meaningful only until a later instruction reuses the slot, so read outputs after a run
+  // (make a tensor an output to read it).
   Tensor* tensor(const std::string& name) const;
   const Program& program() const { return *program_; }
+  // Where program()'s temporaries live: empty at opt_level() 0.
+  const MemoryPlan& memory_plan() const { return plan_; }
   // Name of the kernel instruction `i` runs: "ref", or a generated kernel's name such as
   // "f32_relu__avx512".
   const char* kernel_name(size_t i) const;
@@ -66,6 +80,8 @@ class Executor {
     ThreadPool* pool;
   };
   explicit Executor(const Program& p) : program_(&p) {}
+  // plan_ for program(), verified, and arena_ to hold it.
+  Status plan_arena();
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
   // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);
@@ -93,6 +109,8 @@ class Executor {
   // One scratch area shared by all steps (they run one after another), sized for the largest,
   // once per part of the step with the most parts.
   AlignedBuffer scratch_;
+  MemoryPlan plan_;
+  AlignedBuffer arena_;  // the planned temporaries' slots
 };
 
 }  // namespace nnasm

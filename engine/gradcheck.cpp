@@ -165,7 +165,7 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
     if (!dst.allocate())
       return Status::errorf("check_gradients: cannot allocate {} bytes for {}", dst.numel() * 4, name_of(dst.desc));
     if (src.allocated())
-      std::memcpy(dst.data.data(), src.data.data(), static_cast<size_t>(dst.numel()) * 4);
+      std::memcpy(dst.storage(), src.storage(), static_cast<size_t>(dst.numel()) * 4);
     else
       for (int64_t i = 0; i < dst.numel(); ++i) dst.f32()[i] = static_cast<float>(2 * rng.uniform() - 1);
   }

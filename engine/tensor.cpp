@@ -35,8 +35,7 @@ bool init_from_name(const std::string& s, InitKind* out) {
 }
 
 AlignedBuffer::AlignedBuffer(size_t bytes) {
-  size_t padded = (bytes + 63) / 64 * 64;
-  if (padded == 0) padded = 64;
+  const size_t padded = padded_bytes(bytes);
   p_ = std::aligned_alloc(64, padded);
   if (!p_) return;  // callers check empty()
   std::memset(p_, 0, padded);

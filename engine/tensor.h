@@ -1,7 +1,8 @@
 // Tensors: a descriptor (id, name, type, role, initialization) and 64-byte-aligned storage. A
 // gradient is a tensor of its own (named NAME.grad by autodiff), so that backward instructions
 // name it like any other operand. Storage is padded to a whole number of 64-byte lines so vector
-// kernels may load the last partial vector without faulting.
+// kernels may load the last partial vector without faulting. A temporary the memory planner
+// placed (engine/memory_plan.h) has no storage of its own but a slot in an executor's arena.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -48,7 +49,16 @@ struct TensorDesc {
   bool declared_up_front() const { return role == Role::INPUT || sigil() == '@'; }
 };
 
-// Owns one 64-byte-aligned, zero-initialized block, or nothing if allocation failed. Move-only.
+// The bytes storage of `bytes` bytes occupies: whole 64-byte lines, at least one (so that every
+// tensor, an empty one included, has a line of its own to load from).
+inline size_t padded_bytes(size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
+// The bytes a tensor of type `t` occupies, in storage of its own or in an arena slot.
+inline size_t storage_bytes(const TensorType& t) {
+  return padded_bytes(static_cast<size_t>(t.shape.numel()) * dtype_size(t.dtype));
+}
+
+// Owns one 64-byte-aligned, zero-initialized block of padded_bytes(bytes), or nothing if
+// allocation failed. Move-only.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
@@ -69,14 +79,22 @@ class AlignedBuffer {
 
 struct Tensor {
   TensorDesc desc;
-  AlignedBuffer data;
+  AlignedBuffer data;  // storage of its own
+  // Set by Executor::prepare when it planned this temporary into its arena: the bytes the
+  // kernels use, standing in for `data`. It belongs to the executor prepared last over this
+  // tensor (a prepare that does not plan the tensor clears it; the planning executor clears it
+  // when destroyed), and holds the value only between the instruction defining it and the last
+  // one reading it: after a run it may hold a later temporary's bytes.
+  void* arena_slot = nullptr;
 
-  // Allocates zeroed data storage if absent; false if the allocation failed. Requires the shape
-  // to be final (its size checked against limits by whoever made it).
+  // Allocates zeroed storage of its own if absent; false if the allocation failed. Requires the
+  // shape to be final (its size checked against limits by whoever made it).
   bool allocate();
-  bool allocated() const { return !data.empty(); }
-  float* f32() const { return static_cast<float*>(data.data()); }
-  int32_t* i32() const { return static_cast<int32_t*>(data.data()); }
+  bool allocated() const { return !data.empty() || arena_slot; }
+  // Where the values are: the arena slot if there is one, else the tensor's own storage.
+  void* storage() const { return arena_slot ? arena_slot : data.data(); }
+  float* f32() const { return static_cast<float*>(storage()); }
+  int32_t* i32() const { return static_cast<int32_t*>(storage()); }
   int64_t numel() const { return desc.type.shape.numel(); }
 };
 

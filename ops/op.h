@@ -32,8 +32,14 @@ struct KernelArgs {
 };
 
 using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
-// Requires: operands match the types shape inference produced; outputs do not alias inputs.
-// Must not allocate (it runs on the hot path).
+// Requires: operands match the types shape inference produced. Outputs do not overlap inputs or
+// each other, with one exception, which the memory planner uses (engine/memory_plan.h): the
+// output of an ELEMENTWISE_UNARY or ELEMENTWISE_BINARY op may be exactly the bytes of an input of
+// the same type (never a broadcast input, never a partial overlap). Those kernels must read
+// element i of every input before writing element i of the output, and write nothing else an
+// element still to come needs: the reference loops go index by index (no __restrict), the JIT
+// elementwise generator loads each vector before storing it. Must not allocate (it runs on the
+// hot path).
 using KernelFn = void (*)(const KernelArgs* args);
 
 // Bytes of scratch memory a kernel needs for these operand types (packing buffers and the like);

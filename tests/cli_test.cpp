@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -287,6 +288,56 @@ TEST_F(CliTest, MalformedNpyIsAnErrorNotACrash) {
   r = tool({"run", f, "--in", "x=" + path("nowhere.npy")});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("nowhere.npy: cannot open"), std::string::npos) << r.err;
+}
+
+// a is read by the SOFTMAX and the TANH, which then writes over it; the ADD writes over b.
+const char* const kFanOut =
+    "input  %x : f32[2,8]\n"
+    "output %y\n"
+    "forward:\n"
+    "  EXP     %x -> %a\n"
+    "  SOFTMAX %a -> %b\n"
+    "  TANH    %a -> %c\n"
+    "  ADD     %b, %c -> %d\n"
+    "  SOFTMAX %d -> %y\n";
+
+// The four [2,8] temporaries (one 64-byte line each) in two slots: {a, c} and {b, d}.
+TEST_F(CliTest, InfoMemoryShowsThePlan) {
+  const std::string f = put("fan.nnasm", kFanOut);
+  ToolResult r = tool({"info", f, "--memory"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {
+           "memory:   as run (optimized): 4 temporaries, 256 bytes (0.2 KiB) unplanned -> arena 128 bytes (0.1 KiB): "
+           "50.0%\n",
+           "          peak live 128 bytes (0.1 KiB), 2 written in place\n",
+           "          as written, planned without optimizing: 4 temporaries, 256 bytes (0.2 KiB) unplanned -> arena "
+           "128 bytes (0.1 KiB): 50.0%\n",
+           "; f32[2,8]  arena +0, shares %c\n",
+           "  SOFTMAX      %a -> %b  axis=-1                      ; f32[2,8]  arena +64, shares %d\n",
+           "; f32[2,8]  arena +0, in place of %a, shares %a\n",
+           "; f32[2,8]  arena +64, in place of %b, shares %b\n",
+           "  SOFTMAX      %d -> %y  axis=-1                      ; f32[2,8]  own storage\n",
+       })
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\nin:\n" << r.out;
+  r = tool({"info", "--memory"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "nnasm: error: info --memory needs a listing FILE\n");
+}
+
+// --out may name a temporary: it is kept out of the arena, where the second SOFTMAX would reuse a's
+// slot.
+TEST_F(CliTest, RunOutWritesATemporaryThePlannerWouldReuse) {
+  const std::string f = put("fan.nnasm", kFanOut);
+  float x[16];
+  for (int i = 0; i < 16; ++i) x[i] = 0.25f * static_cast<float>(i - 8);
+  put_npy("x.npy", TensorType{DType::F32, Shape{2, 8}}, x);
+  ToolResult r = tool({"run", f, "--in", "x=" + path("x.npy"), "--out", "a=" + path("a.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray a;
+  Status s = npy_read(path("a.npy"), &a);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  ASSERT_EQ(a.f32.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(a.f32[i], std::exp(x[i]), 1e-6f * std::exp(x[i])) << i;
 }
 
 TEST_F(CliTest, BadUsageExits1) {

@@ -5,8 +5,9 @@
 // JIT at the level under test and once with it off (the oracle), and checks: the kernel that ran is
 // the generated one (by name), the results match (bitwise for IEEE-exact ops, within a tolerance
 // for the ones built on engine/jit/vmath.h), the output's padding is untouched (guard band), the
-// inputs are unchanged. Also: code pages are never writable and executable at once, and the kernel
-// cache hands out one kernel per descriptor.
+// inputs are unchanged. Every kernel also computes the same bits with its output written over an
+// input (in place, as the memory planner arranges). Also: code pages are never writable and
+// executable at once, and the kernel cache hands out one kernel per descriptor.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -158,6 +159,22 @@ std::vector<float> special_values() {
   return {NAN, INFINITY, -INFINITY, 0.f, -0.f, 1e-40f, -1e-40f, FLT_MAX, -FLT_MIN, 1.f};
 }
 
+// Values for input k of `c` (numel n): the last input is x, in [c.lo, c.hi] (ACT_BWD's dy comes
+// first, in [−2, 2]), with specials at scattered positions in every operand (so binary ops meet
+// them on either side).
+std::vector<float> case_input(const Case& c, size_t k, size_t n_inputs, int64_t n, std::mt19937& rng) {
+  const bool is_x = k + 1 == n_inputs || c.op != Opcode::ACT_BWD;
+  std::uniform_real_distribution<double> u(is_x ? c.lo : -2, is_x ? c.hi : 2);
+  const std::vector<float> sp = special_values();
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<float>(u(rng));
+    if (c.specials && n >= 8 && i % 7 == static_cast<int64_t>(k) && (i / 7) < static_cast<int64_t>(sp.size()))
+      v[i] = sp[static_cast<size_t>(i / 7)];
+  }
+  return v;
+}
+
 // Runs `c` on `shapes` with the JIT at `isa` and with the reference; returns what went wrong.
 // `want_kernel` is the expected kernel name ("ref" where the JIT must decline).
 std::string run_case(const Case& c, const std::vector<Shape>& shapes, Isa isa, const std::string& want_kernel,
@@ -170,24 +187,16 @@ std::string run_case(const Case& c, const std::vector<Shape>& shapes, Isa isa, c
     return fmt::format("kernel {}, expected {} {}", j->ex->kernel_name(0), want_kernel, err);
   if (std::string("ref") != r->ex->kernel_name(0)) return "the reference context ran a generated kernel";
 
-  // Same inputs for both; the last input is x (ACT_BWD's dy comes first, in [−2, 2]).
+  // Same inputs for both.
   std::vector<std::vector<uint32_t>> before;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    const bool is_x = k + 1 == shapes.size() || c.op != Opcode::ACT_BWD;
-    std::uniform_real_distribution<double> u(is_x ? c.lo : -2, is_x ? c.hi : 2);
     Tensor& tj = j->ctx.at(j->in[k]);
     Tensor& tr = r->ctx.at(r->in[k]);
-    const int64_t n = tj.numel();
-    const std::vector<float> sp = special_values();
-    for (int64_t i = 0; i < n; ++i) {
-      float v = static_cast<float>(u(rng));
-      // Specials at scattered positions in both operands (so binary ops meet them on either side).
-      if (c.specials && n >= 8 && i % 7 == static_cast<int64_t>(k) && (i / 7) < static_cast<int64_t>(sp.size()))
-        v = sp[static_cast<size_t>(i / 7)];
-      tj.f32()[i] = tr.f32()[i] = v;
-    }
+    const std::vector<float> v = case_input(c, k, shapes.size(), tj.numel(), rng);
+    std::copy(v.begin(), v.end(), tj.f32());
+    std::copy(v.begin(), v.end(), tr.f32());
     const uint32_t* w = static_cast<const uint32_t*>(tj.data.data());
-    before.emplace_back(w, w + padded_words(n));
+    before.emplace_back(w, w + padded_words(tj.numel()));
   }
   Tensor& yj = j->ctx.at(j->out);
   Tensor& yr = r->ctx.at(r->out);
@@ -320,6 +329,94 @@ INSTANTIATE_TEST_SUITE_P(Ops, JitElementwise, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.label; });
 INSTANTIATE_TEST_SUITE_P(Ops, JitBroadcast, ::testing::ValuesIn(binary_cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.label; });
+
+// ---- In place: the output written over an input (engine/memory_plan.h, ops/op.h) ----
+
+// x_i inputs; t = COPY(x_k); u = op(x_0, …, t, …); y = COPY(u), an output. At opt level 1 the
+// planner writes u over t (t dies at the op); at 0 nothing is planned.
+struct InPlaceRun {
+  std::unique_ptr<Built> b = std::make_unique<Built>();
+  TensorId t = NO_TENSOR, u = NO_TENSOR;
+};
+
+InPlaceRun in_place_program(const Case& c, const Shape& shape, size_t k, Isa isa, int opt, std::string* err) {
+  InPlaceRun r;
+  Built& b = *r.b;
+  b.ctx.set_jit(JitConfig{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa});
+  b.ctx.set_opt_level(opt);
+  b.ctx.set_threads(2);  // big sizes run as parts, each in place over its own slice
+  b.ctx.set_log([err](const std::string& m) { *err += m + "\n"; });
+  const int n_in = op_info(c.op).n_in;
+  std::vector<TensorId> operands;
+  for (int i = 0; i < n_in; ++i) {
+    TensorDesc d;
+    d.name = fmt::format("x{}", i);
+    d.type = TensorType{DType::F32, shape};
+    d.role = Role::INPUT;
+    b.in.push_back(b.p.declare(d).value());
+    operands.push_back(b.in.back());
+  }
+  auto append = [&](Instruction ins, const std::vector<std::pair<std::string, Imm>>& imms) {
+    for (const auto& [key, v] : imms)
+      if (Status s = set_imm(ins, key, v); !s) *err += s.message();
+    Result<std::vector<TensorId>> out = b.p.append_new(ins);
+    if (!out) *err += out.status().message();
+    return out ? out.value()[0] : NO_TENSOR;
+  };
+  r.t = operands[k] = append(make_instruction(Opcode::COPY, {b.in[k]}, {}), {});
+  r.u = append(make_instruction(c.op, operands, {}), c.imms);
+  b.out = append(make_instruction(Opcode::COPY, {r.u}, {}), {});
+  if (!err->empty()) return InPlaceRun{nullptr};
+  b.p.mark_output(b.out);
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(b.p);
+  if (!ex) {
+    *err += ex.status().message();
+    return InPlaceRun{nullptr};
+  }
+  b.ex = std::move(ex.value());
+  return r;
+}
+
+// Every elementwise kernel, reference and generated, computes the same bits with its output
+// written over input k as with an output of its own.
+TEST_P(JitElementwise, InPlaceMatchesOutOfPlace) {
+  const Case& c = GetParam();
+  std::mt19937 rng(11);
+  std::vector<Isa> levels{Isa::REF};
+  for (Isa isa : isas()) levels.push_back(isa);
+  const size_t n_in = static_cast<size_t>(op_info(c.op).n_in);
+  for (Isa isa : levels) {
+    const int w = width(isa == Isa::REF ? Isa::AVX2 : isa);
+    for (int64_t n : {int64_t(1), int64_t(w - 1), int64_t(w + 1), int64_t(2 * w + 3), int64_t(70001)}) {
+      for (size_t k = 0; k < n_in; ++k) {
+        SCOPED_TRACE(fmt::format("{} n={} input {}", isa_name(isa), n, k));
+        std::string err;
+        InPlaceRun in = in_place_program(c, Shape{n}, k, isa, 1, &err);
+        InPlaceRun own = in_place_program(c, Shape{n}, k, isa, 0, &err);
+        ASSERT_TRUE(in.b && own.b) << err;
+        const PlannedTensor* u = in.b->ex->memory_plan().find(in.u);
+        ASSERT_TRUE(u);
+        EXPECT_EQ(u->in_place_of, in.t);
+        EXPECT_STREQ(in.b->ex->kernel_name(1), own.b->ex->kernel_name(1));
+        if (isa != Isa::REF && n > 64 * 1024) {
+          EXPECT_GT(in.b->ex->parts(1), 1);
+        }
+        for (size_t i = 0; i < n_in; ++i) {
+          const std::vector<float> v = case_input(c, i, n_in, n, rng);
+          std::copy(v.begin(), v.end(), in.b->ctx.at(in.b->in[i]).f32());
+          std::copy(v.begin(), v.end(), own.b->ctx.at(own.b->in[i]).f32());
+        }
+        in.b->ex->run();
+        own.b->ex->run();
+        const float* y_in = in.b->ctx.at(in.b->out).f32();
+        const float* y_own = own.b->ctx.at(own.b->out).f32();
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n; ++i) differ += std::memcmp(&y_in[i], &y_own[i], 4) != 0;
+        EXPECT_EQ(differ, 0) << "elements differ in place, first input " << k;
+      }
+    }
+  }
+}
 
 // ---- Optimizer steps: multi-input, multi-output, in place ----
 

@@ -46,12 +46,14 @@ void binary_ref(const KernelArgs* k) {
     p.alpha = static_cast<float>(k->ins->f(0));
     p.beta = static_cast<float>(k->ins->f(1));
   }
-  // Unit-stride and stride-0 rows get loops of their own so the compiler vectorizes them.
+  // Unit-stride and stride-0 rows get loops of their own so the compiler vectorizes them. No
+  // __restrict: y may be a or b (in place, ops/op.h); g++ versions the loops on a runtime overlap
+  // check that lets an exact alias take the vector loop too.
   BroadcastWalk(k->out_type[0].shape, k->in_type[0].shape, k->in_type[1].shape)
       .for_each_row([&](int64_t o, int64_t oa, int64_t ob, int64_t n, int64_t sa, int64_t sb) {
-        float* __restrict yr = y + o;
-        const float* __restrict ar = a + oa;
-        const float* __restrict br = b + ob;
+        float* yr = y + o;
+        const float* ar = a + oa;
+        const float* br = b + ob;
         if (sa == 1 && sb == 1) {
           for (int64_t j = 0; j < n; ++j) yr[j] = F(ar[j], br[j], p);
         } else if (sa == 1 && sb == 0) {

@@ -35,11 +35,15 @@ struct OptOptions {
 };
 
 struct InfoOptions {
-  std::string file;  // optional: a listing to describe
+  std::string file;     // optional: a listing to describe
+  bool memory = false;  // with file: the executor's memory plan and the annotated listing
 };
 
-// `nnasm info [FILE]`: the CPU features found, the ISA level in use and the cap (NNASM_ISA,
-// NNASM_JIT); with FILE, its inputs, outputs, params, state and instruction counts per section.
+// `nnasm info [FILE] [--memory]`: the CPU features found, the ISA level in use and the cap
+// (NNASM_ISA, NNASM_JIT); with FILE, its inputs, outputs, params, state and instruction counts per
+// section; with --memory, the bytes of the planned temporaries with storage of their own each and
+// in the executor's arena (engine/memory_plan.h), the bytes of everything else, and the listing
+// as prepared (optimized) with each output's arena offset and the tensors sharing its slot.
 Status cmd_info(const InfoOptions& o);
 
 // `nnasm check`: parses and verifies the listing. On success writes either the normalized listing

@@ -1,8 +1,10 @@
-// `nnasm info [FILE]`: what the machine offers the JIT and what a listing holds — the questions a
-// user asks before timing or shipping a model.
+// `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing holds — the
+// questions a user asks before timing or shipping a model — and, with --memory, where the
+// executor puts its temporaries.
 #include <fmt/format.h>
 
 #include "engine/context.h"
+#include "engine/executor.h"
 #include "serialize/listing.h"
 #include "shell/cli/cli.h"
 
@@ -30,9 +32,71 @@ std::string list(const Program& p, const std::vector<TensorId>& ids) {
   return s.empty() ? "none" : s;
 }
 
+std::string operand(const Program& p, TensorId id) { return fmt::format("{}{}", p.desc(id).sigil(), p.desc(id).name); }
+
+std::string kib(size_t bytes) { return fmt::format("{} bytes ({:.1f} KiB)", bytes, bytes / 1024.0); }
+
+// Instruction i's trailing note: each output's arena offset, the input it was written over and
+// the tensors sharing its slot, or "own storage".
+std::string memory_note(const Program& p, const MemoryPlan& plan, size_t i) {
+  const Instruction& ins = p.code()[i];
+  std::vector<std::string> notes;
+  bool any_planned = false;
+  for (TensorId id : ins.out) {
+    const PlannedTensor* t = plan.find(id);
+    std::string n = ins.out.size() > 1 ? operand(p, id) + ": " : "";
+    if (!t) {
+      notes.push_back(n + "own storage");
+      continue;
+    }
+    any_planned = true;
+    n += fmt::format("arena +{}", t->offset);
+    if (t->in_place_of != NO_TENSOR) n += ", in place of " + operand(p, t->in_place_of);
+    const std::vector<TensorId> shared = plan.sharing(id);
+    for (size_t k = 0; k < shared.size(); ++k) n += (k ? ", " : ", shares ") + operand(p, shared[k]);
+    notes.push_back(n);
+  }
+  return any_planned ? fmt::format("{}", fmt::join(notes, "; ")) : "own storage";
+}
+
+std::string plan_line(const MemoryPlan& plan) {
+  const double ratio = plan.unplanned_bytes ? 100.0 * plan.arena_bytes / plan.unplanned_bytes : 0;
+  return fmt::format("{} temporaries, {} unplanned -> arena {}: {:.1f}%", plan.tensors.size(), kib(plan.unplanned_bytes),
+                     kib(plan.arena_bytes), ratio);
+}
+
+// The memory plan the executor makes for `p` (optimized first, as `nnasm run` would), the plan
+// of the listing as written for comparison, then the listing the executor runs with each
+// instruction's memory note.
+Status print_memory(const Program& p) {
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  if (!ex) return ex.status();
+  const Program& run = ex.value()->program();
+  const MemoryPlan& plan = ex.value()->memory_plan();
+  if (p.context().opt_level() == 0) {
+    fmt::print("memory:   not planned (NNASM_OPT=0): every tensor has storage of its own\n");
+  } else {
+    size_t in_place = 0;
+    for (const PlannedTensor& t : plan.tensors) in_place += t.in_place_of != NO_TENSOR;
+    fmt::print("memory:   as run (optimized): {}\n", plan_line(plan));
+    fmt::print("          peak live {}, {} written in place\n", kib(plan.peak_bytes), in_place);
+    fmt::print("          as written, planned without optimizing: {}\n", plan_line(plan_memory(p)));
+  }
+  size_t own = 0, n_own = 0;
+  for (TensorId id : run.tensors())
+    if (!plan.find(id)) {
+      own += storage_bytes(run.desc(id).type);
+      ++n_own;
+    }
+  fmt::print("          not planned: {} tensors, {} (inputs, outputs, params, state, gradients)\n\n", n_own, kib(own));
+  fmt::print("{}", program_print(run, [&](size_t i) { return memory_note(run, plan, i); }));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status cmd_info(const InfoOptions& o) {
+  if (o.memory && o.file.empty()) return Status::error("nnasm: error: info --memory needs a listing FILE");
   Context ctx;
   const CpuInfo& cpu = cpu_info();
   const JitConfig& jit = ctx.jit();
@@ -56,6 +120,7 @@ Status cmd_info(const InfoOptions& o) {
     const auto [b, e] = p.section_range(s);
     fmt::print("{:<9} {} instructions\n", fmt::format("{}:", section_name(s)), e - b);
   }
+  if (o.memory) return print_memory(p);
   return Status::ok();
 }
 

@@ -89,6 +89,8 @@ Status cmd_run(const RunOptions& o) {
     if (id == NO_TENSOR)
       return fail("--out {}: {} has no tensor named '{}' (its outputs: {})", b.name, o.file, b.name,
                   names_of(prog, prog.outputs()));
+    // Read after the run: as an output, neither the optimizer nor the memory planner reuses it.
+    if (prog.desc(id).role == Role::TEMPORARY) prog.mark_output(id);
     out_ids.push_back(id);
   }
 
@@ -99,7 +101,7 @@ Status cmd_run(const RunOptions& o) {
   for (auto& [id, a] : data) {
     Tensor& t = ctx.at(id);
     const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();
-    std::memcpy(t.data.data(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
+    std::memcpy(t.storage(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
   }
   if (o.kernels) {
     const Executor& e = **ex;
@@ -110,7 +112,7 @@ Status cmd_run(const RunOptions& o) {
   if (!outs.empty()) {
     for (size_t i = 0; i < outs.size(); ++i) {
       const Tensor& t = ctx.at(out_ids[i]);
-      Status s = npy_write(outs[i].path, t.desc.type, t.data.data());
+      Status s = npy_write(outs[i].path, t.desc.type, t.storage());
       if (!s) return fail("--out {}: {}", outs[i].name, s.message());
     }
     return Status::ok();
@@ -118,7 +120,7 @@ Status cmd_run(const RunOptions& o) {
   for (TensorId id : prog.outputs()) {
     const Tensor& t = ctx.at(id);
     fmt::print("{}{}: {}\n{}\n", t.desc.sigil(), t.desc.name, t.desc.type.str(),
-               format_tensor(t.desc.type, t.data.data()));
+               format_tensor(t.desc.type, t.storage()));
   }
   std::fflush(stdout);
   return Status::ok();

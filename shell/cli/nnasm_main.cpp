@@ -34,7 +34,8 @@ int tool_main(int argc, char** argv) {
       "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7\n"
       "  nnasm run model.nnasm --in x=x.npy --kernels\n"
       "  nnasm opt model.nnasm --diff\n"
-      "  NNASM_ISA=avx2 nnasm info model.nnasm");
+      "  NNASM_ISA=avx2 nnasm info model.nnasm\n"
+      "  nnasm info model.nnasm --memory");
 
   nnasm::CheckOptions check;
   CLI::App* check_cmd = app.add_subcommand("check", "Parse and verify a listing");
@@ -81,6 +82,9 @@ int tool_main(int argc, char** argv) {
   nnasm::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "CPU features, the ISA in use and its cap; a listing's contents");
   info_cmd->add_option("FILE", info.file, "Listing to describe (optional)");
+  info_cmd->add_flag("--memory", info.memory,
+                     "With FILE: arena size before and after memory planning, and the listing with each "
+                     "output's arena offset and the tensors sharing it");
 
   try {
     app.parse(argc, argv);
