@@ -13,18 +13,15 @@ Uses::Uses(const Program& p) : p_(p) {
       else producer_[id] = i;
     }
   }
-  // A gradient autodiff handed out (or, in a listing, found by name: NAME.grad) that no
-  // instruction reads is left for the caller: a result. One the update section reads is consumed
-  // there, and still holds its value between the backward and the update sections.
-  auto result_gradient = [&](TensorId id) {
-    if (!readers_.count(id)) results_[id] = true;
-  };
-  for (TensorId id : p.cached_grads()) result_gradient(id);
+  // Gradients are results like PyTorch's .grad: a caller may read them after a step (to log a
+  // norm, to check them), so they keep storage of their own even when the update reads them.
+  // Autodiff hands them out through its cache; a listing's are found by name (NAME.grad).
+  for (TensorId id : p.cached_grads()) results_[id] = true;
   for (TensorId id : p.tensors()) {
     const std::string& name = p.desc(id).name;
     const size_t n = name.size();
     if (n > 5 && name.compare(n - 5, 5, ".grad") == 0 && p.find(name.substr(0, n - 5)) != NO_TENSOR)
-      result_gradient(id);
+      results_[id] = true;
   }
 }
 

@@ -23,7 +23,7 @@ class Uses {
   size_t producer(TensorId id) const;
   // A value someone outside the instruction stream may look at: an output, anything that
   // persists (input, param, const, state), a gradient autodiff handed out (or named NAME.grad
-  // for a tensor NAME of the program) that no instruction reads, or a tensor updated in place.
+  // for a tensor NAME of the program), or a tensor updated in place.
   bool observable(TensorId id) const;
   // A temporary read by exactly one instruction (once) and not observable: the rewrite may
   // consume it.
