@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/jit/cpu.h"
 #include "engine/jit/kernel.h"
@@ -48,6 +49,10 @@ class Context {
   // default (-O1), 0 runs the program as written. NNASM_OPT=0|1 at construction.
   int opt_level() const { return opt_level_; }
   void set_opt_level(int level) { opt_level_ = level < 0 ? 0 : level; }
+  // The passes prepare runs at a level above 0: empty (the default) runs the level's table;
+  // otherwise exactly these, by name (`nnasm opt --list`), e.g. to keep chains unfused.
+  const std::vector<std::string>& passes() const { return passes_; }
+  void set_passes(std::vector<std::string> names) { passes_ = std::move(names); }
 
   // Threads for the parallel steps of executors prepared from now on: NNASM_THREADS at
   // construction (default: std::thread::hardware_concurrency()); 1 runs everything on the
@@ -73,6 +78,7 @@ class Context {
   KernelCache kernels_;
   int threads_ = 1;
   int opt_level_ = 1;
+  std::vector<std::string> passes_;
   std::shared_ptr<ThreadPool> pool_;
   std::function<void(const std::string&)> log_;
 };

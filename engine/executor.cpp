@@ -17,7 +17,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   Context& ctx = original.context();
   if (ctx.opt_level() > 0) {
     ex->optimized_ = std::make_unique<Program>(original);
-    NNASM_TRY(optimize(*ex->optimized_, ctx.opt_level()));
+    NNASM_TRY(optimize(*ex->optimized_, ctx.opt_level(), nullptr, ctx.passes()));
     ex->program_ = ex->optimized_.get();
   }
   const Program& p = *ex->program_;

@@ -33,6 +33,7 @@ Imm parse_default(const ImmSpec& s, std::string_view text) {
         p = static_cast<size_t>(end - t.c_str()) + 1;
       }
       break;
+    case ImmType::STR: v.ident = t; break;  // unquoted, without commas
   }
   return v;
 }
@@ -59,6 +60,7 @@ std::vector<ImmSpec> parse_schema(std::string_view schema) {
     else if (type == "i64") s.type = ImmType::I64;
     else if (type == "bool") s.type = ImmType::BOOL;
     else if (type == "ints") s.type = ImmType::INTS;
+    else if (type == "str") s.type = ImmType::STR;
     else {
       s.type = ImmType::ENUM;
       std::string_view c = type.substr(5, type.size() - 6);  // enum(a|b)
@@ -113,6 +115,7 @@ bool Imm::operator==(const Imm& o) const {
   switch (type) {
     case ImmType::F32: return f == o.f || (std::isnan(f) && std::isnan(o.f));
     case ImmType::INTS: return ints == o.ints;
+    case ImmType::STR: return ident == o.ident;
     default: return i == o.i;
   }
 }
@@ -135,6 +138,13 @@ Imm imm_ints(std::vector<int64_t> v) {
   Imm m;
   m.type = ImmType::INTS;
   m.ints = std::move(v);
+  return m;
+}
+
+Imm imm_str(std::string v) {
+  Imm m;
+  m.type = ImmType::STR;
+  m.ident = std::move(v);
   return m;
 }
 
@@ -176,6 +186,14 @@ std::string imm_to_string(const Imm& v) {
     case ImmType::BOOL: return fmt::format("{}", v.i);
     case ImmType::ENUM: return v.ident;
     case ImmType::INTS: return fmt::format("[{}]", fmt::join(v.ints, ","));
+    case ImmType::STR: {
+      std::string s = "\"";
+      for (char c : v.ident) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += c;
+      }
+      return s + "\"";
+    }
   }
   return "";
 }

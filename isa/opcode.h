@@ -24,10 +24,11 @@ enum class Opcode : uint16_t {
 #undef OPCODE
 };
 
-enum class ImmType : uint8_t { F32, I64, BOOL, INTS, ENUM };
+enum class ImmType : uint8_t { F32, I64, BOOL, INTS, ENUM, STR };
 
 // A value of an immediate. Which member is meaningful follows the schema's type; ENUM stores the
-// index of the identifier in `choices` in `i` (and its text in `ident` for printing).
+// index of the identifier in `choices` in `i` (and its text in `ident` for printing); STR stores
+// its text in `ident`.
 struct Imm {
   ImmType type = ImmType::F32;
   double f = 0;
@@ -41,6 +42,7 @@ struct Imm {
 Imm imm_f(double v);  // rounded to float, as the listing stores it
 Imm imm_i(int64_t v);
 Imm imm_ints(std::vector<int64_t> v);
+Imm imm_str(std::string v);
 
 struct ImmSpec {
   std::string key;
@@ -70,7 +72,8 @@ const OpInfo* op_by_mnemonic(std::string_view mnemonic);
 Opcode opcode_from_id(uint32_t id);
 // Index of `key` in the op's immediate schema, or -1.
 int imm_index(const OpInfo& info, std::string_view key);
-// Formats an immediate value as the listing writes it ("1", "0.5", "[1,2]", "tanh").
+// Formats an immediate value as the listing writes it ("1", "0.5", "[1,2]", "tanh", "\"a b\"":
+// a string in double quotes, with '"' and '\\' escaped by a backslash).
 std::string imm_to_string(const Imm& v);
 // A value that prints and reads back as the same float: the shortest round-trip form.
 std::string float_to_string(double v);

@@ -67,6 +67,8 @@ using JitFn = Result<std::shared_ptr<const JitKernel>> (*)(const JitRequest& r, 
 // case cannot be split. Each part runs with its own scratch of the scratch hook's size.
 using PartsFn = int (*)(const JitRequest& r, int threads);
 
+struct ElementwiseOp;  // ops/elementwise/elementwise_op.h
+
 struct OpHooks {
   ShapeFn shape = nullptr;
   KernelFn ref = nullptr;
@@ -77,6 +79,8 @@ struct OpHooks {
   JitFn jit = nullptr;
   // Parallel parts of the JIT kernel. nullptr: always one part.
   PartsFn parts = nullptr;
+  // The op as a building block of CALC's expressions. nullptr: not an elementwise op.
+  const ElementwiseOp* elementwise = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

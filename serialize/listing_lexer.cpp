@@ -19,6 +19,29 @@ bool name_char(char c) { return name_start(c) || digit(c) || c == '.'; }
 // so that the whole of it is reported rather than a confusing tail.
 bool number_char(char c) { return name_char(c) || c == '+' || c == '-'; }
 
+// The closing quote of the string opening at src[b], on the same line; a backslash escapes '"' and
+// '\\' only. npos for a bad string, with *why and *at (the byte at fault) set.
+size_t closing_quote(std::string_view src, size_t b, std::string* why, size_t* at) {
+  for (size_t i = b + 1; i < src.size() && src[i] != '\n'; ++i) {
+    const unsigned char u = static_cast<unsigned char>(src[i]);
+    if (src[i] == '"') return i;
+    if (src[i] == '\\' && i + 1 < src.size() && (src[i + 1] == '"' || src[i + 1] == '\\')) {
+      ++i;
+    } else if (src[i] == '\\') {
+      *why = "a backslash in a string escapes only '\"' and '\\'";
+      *at = i;
+      return std::string_view::npos;
+    } else if (u < 0x20 && u != '\t') {
+      *why = fmt::format("unexpected byte 0x{:02x} in a string", static_cast<unsigned>(u));
+      *at = i;
+      return std::string_view::npos;
+    }
+  }
+  *why = "unterminated string";
+  *at = b;
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 void lex_listing(std::string_view src, Lexed* out) {
@@ -56,6 +79,17 @@ void lex_listing(std::string_view src, Lexed* out) {
       while (i < src.size() && name_char(src[i])) ++i;
       toks.push_back(Token{c == '%' ? Tok::LOCAL : Tok::GLOBAL, src.substr(b + 1, i - b - 1), line,
                            static_cast<int>(b - line_start) + 1});
+    } else if (c == '"') {
+      std::string why;
+      size_t at = 0;
+      const size_t end = closing_quote(src, i, &why, &at);
+      if (end == std::string_view::npos) {
+        toks.push_back(Token{Tok::ERROR, src.substr(at, 1), line, static_cast<int>(at - line_start) + 1});
+        out->message = why;
+        break;
+      }
+      toks.push_back(Token{Tok::STRING, src.substr(i + 1, end - i - 1), line, static_cast<int>(i - line_start) + 1});
+      i = end + 1;
     } else if (c == '-' && i + 1 < src.size() && src[i + 1] == '>') {
       push(Tok::ARROW, i, i + 2);
       i += 2;
@@ -90,6 +124,7 @@ std::string describe(const Token& t) {
     case Tok::END: return "end of file";
     case Tok::LOCAL: return fmt::format("'%{}'", t.text);
     case Tok::GLOBAL: return fmt::format("'@{}'", t.text);
+    case Tok::STRING: return fmt::format("a string \"{}\"", t.text);
     default: return fmt::format("'{}'", t.text);
   }
 }
@@ -131,6 +166,12 @@ bool parse_f64(std::string_view s, double* out) {
   if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return false;
   *out = v;
   return true;
+}
+
+std::string unescape_string(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += s[i] == '\\' && i + 1 < s.size() ? s[++i] : s[i];
+  return out;
 }
 
 bool parse_i64(std::string_view s, int64_t* out) {

@@ -15,6 +15,7 @@ enum class Tok : uint8_t {
   LOCAL,     // %name (text holds the name without the sigil)
   GLOBAL,    // @name
   NUMBER,    // anything that starts like a number; validated by parse_f64 / parse_i64
+  STRING,    // "text" on one line (text holds what is between the quotes, escapes as written)
   COLON,
   COMMA,
   LBRACKET,
@@ -49,5 +50,7 @@ std::string describe(const Token& t);
 bool parse_f64(std::string_view s, double* out);
 // An optionally signed decimal integer that fits in int64.
 bool parse_i64(std::string_view s, int64_t* out);
+// A STRING token's text with its escapes (\" and \\) resolved.
+std::string unescape_string(std::string_view s);
 
 }  // namespace nnasm

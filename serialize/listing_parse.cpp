@@ -397,6 +397,10 @@ class Parser {
           }
         return err(key, "immediate '{}' of {} must be one of {}, got {}", s.key, info.mnemonic,
                    fmt::join(s.choices, "|"), describe(t));
+      case ImmType::STR:
+        if (t.kind != Tok::STRING) return wrong("a string in double quotes");
+        v->ident = unescape_string(t.text);
+        return Status::ok();
       case ImmType::INTS:
         if (t.kind != Tok::LBRACKET) return wrong("a list of integers like [1,2]");
         v->ints.clear();

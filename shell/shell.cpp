@@ -207,6 +207,10 @@ Var pad(At x, std::vector<int64_t> pads, float value) {
   return rec(x, Opcode::PAD, {x.v}, {{"pads", imm_ints(std::move(pads))}, {"value", imm_f(value)}});
 }
 Var step(At x) { return rec(x, Opcode::STEP, {x.v}); }
+Var calc(const std::vector<Var>& xs, const std::string& expr, Loc loc) {
+  if (xs.empty() || !xs[0].valid()) return Var();
+  return xs[0].graph()->record(Opcode::CALC, xs, {{"expr", imm_str(expr)}}, loc);
+}
 
 Var softmax_ce(At logits, Var targets) { return rec(logits, Opcode::SOFTMAX_CE, {logits.v, targets}); }
 Var mse(At prediction, Var target) { return rec(prediction, Opcode::MSE, {prediction.v, target}); }

@@ -149,6 +149,10 @@ Var tanh(At x);
 Var gelu(At x, bool tanh_approx = false);
 Var swish(At x, float beta = 1);
 
+// Elementwise expression over xs (%0, %1, …), e.g. calc({a, b}, "exp(sub(%0,%1))"): the
+// language of ops/elementwise/expr.h, one pass over memory (CALC).
+Var calc(const std::vector<Var>& xs, const std::string& expr, Loc loc = Loc::here());
+
 // Along an axis
 Var softmax(At x, int64_t axis = -1);
 Var logsoftmax(At x, int64_t axis = -1);

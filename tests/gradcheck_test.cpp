@@ -219,6 +219,38 @@ GradCase unary(const std::string& what, std::function<Var(Var)> f, Fill fill = {
           fill};
 }
 
+// CALC: its gradient comes from the rules of the ops in its expression.
+Cases calc_cases() {
+  auto three = [](const char* expr) {
+    return [expr](Graph& g) {
+      Var a = g.input("a", {3, 4}), b = g.input("b", {4}), c = g.input("c", {3, 1});
+      return Built{calc({a, b, c}, expr), {a, b, c}};
+    };
+  };
+  return {
+      {"broadcast inputs, one named twice", three("mul(tanh(add(%0,%1,alpha=0.5,beta=2)),sigmoid(sub(%0,%2)))")},
+      {"smooth ops and constants",
+       three("add(mul(swish(%0,beta=1.5),gelu(%1,approx=tanh)),div(log(add(square(%2),1)),sqrt(add(exp(%0),2))),"
+             "beta=-0.5)")},
+      // Inputs ±[0.2, 1]: away from the kinks at 0 (and clipped_relu's at 2).
+      {"kinks kept away",
+       three("add(mul(leakyrelu(%0,slope=0.2),relu(neg(%1))),scale(add(abs(%2),clipped_relu(elu(%0,alpha=0.7),"
+             "threshold=2)),alpha=3),beta=0.5)"),
+       all_of({put("a", signed_between(0.2, 1)), put("b", signed_between(0.2, 1)), put("c", signed_between(0.2, 1))})},
+      {"a mask (no gradient through step), one input wanted",
+       [](Graph& g) {
+         Var a = g.input("a", {2, 3}), b = g.input("b", {2, 3});
+         return Built{calc({a, b}, "mul(exp(%0),step(%1))"), {a}};
+       },
+       all_of({put("a", uniform(-1, 1)), put("b", signed_between(0.2, 1))})},
+      {"the result is a broadcast input",
+       [](Graph& g) {
+         Var a = g.input("a", {2, 3}), b = g.input("b", {3});
+         return Built{calc({a, b}, "%1"), {a, b}};
+       }},
+  };
+}
+
 // Winners clear: a is ±[0.5, 1.5], b within ±0.3, so each side wins somewhere and no pair ties.
 Fill no_ties() { return all_of({put("a", signed_between(0.5, 1.5)), put("b", uniform(-0.3, 0.3))}); }
 
@@ -322,6 +354,7 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::BCE_LOGITS,
        {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return bce_logits(a, b); },
                all_of({put("a", uniform(-3, 3)), put("b", uniform(0, 1))}))}},
+      {Opcode::CALC, calc_cases()},
   };
   return t;
 }
@@ -405,7 +438,7 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
                     Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW, Opcode::RMSPROP})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
-  EXPECT_GE(ops_with_rules().size(), 38u);
+  EXPECT_GE(ops_with_rules().size(), 39u);
 }
 
 // ---------------------------------------------------------------------------------------------

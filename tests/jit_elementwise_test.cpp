@@ -48,6 +48,7 @@ struct Case {
   Tol tol;                // {0, 0}: bitwise
   double lo = -4, hi = 4;  // range of x (the last input)
   bool specials = true;   // inject NaN, ±inf, ±0, a denormal (only where the reference's limits agree)
+  int n_in = 0;           // inputs, for a variadic op (CALC); 0: the op's count
 };
 
 Imm enum_imm(int64_t i) {
@@ -61,6 +62,14 @@ const Tol EXACT{0, 0};
 const Tol MATH{1e-38, 1e-6};  // a few ulp on both sides; atol for denormal results
 const Tol CANCEL{4e-7, 1e-6};  // the reference loses absolute accuracy (1 + erf, 1 − t², s(1 − s))
 const Tol CANCEL_GELU_TANH_BWD{2e-6, 1e-6};  // 1 − tanh²u in float, times up to |x|·k·(1 + 3cx²) ≈ 17
+const Tol COMPOSED{1e-6, 4e-6};  // CALC: the errors of several vmath-based ops add up
+
+Imm str_imm(const char* s) {
+  Imm m;
+  m.type = ImmType::STR;
+  m.ident = s;
+  return m;
+}
 
 std::vector<Case> unary_cases() {
   return {
@@ -124,9 +133,32 @@ std::vector<Case> act_bwd_cases() {
   };
 }
 
+// CALC: compositions of the ops' snippets, with every op somewhere, and registers under pressure.
+std::vector<Case> calc_cases() {
+  auto c = [](const char* label, const char* expr, int n_in, Tol tol, double lo, double hi, bool specials) {
+    return Case{label, Opcode::CALC, {{"expr", str_imm(expr)}}, "calc", tol, lo, hi, specials, n_in};
+  };
+  return {
+      c("CALC_exp_sub", "exp(sub(%0,%1))", 2, MATH, -40, 40, true),
+      c("CALC_exact_ops", "add(mul(%0,%1),scale(maximum(%0,neg(%1)),alpha=0.5),alpha=2,beta=-1)", 2, EXACT, -4, 4, true),
+      c("CALC_exact_ops_2", "div(minimum(clipped_relu(%0,threshold=1.5),relu(%1)),add(sqrt(abs(%2)),square(%1)))", 3,
+        EXACT, -4, 4, true),
+      c("CALC_lstm", "mul(sigmoid(%0),tanh(%1))", 2, COMPOSED, -8, 8, true),
+      c("CALC_activations",
+        "add(maximum(gelu(%0,approx=tanh),swish(%1,beta=1.5)),minimum(elu(%0,alpha=1.2),leakyrelu(%1,slope=0.2)))", 2,
+        COMPOSED, -4, 4, false),
+      c("CALC_log_step_gelu", "sub(mul(gelu(%0),step(%1)),log(add(square(%2),1)))", 3, COMPOSED, -4, 4, false),
+      c("CALC_act_bwd_constant", "mul(act_bwd(%0,%1,fn=tanh),2.5)", 2, COMPOSED, -4, 4, true),
+      c("CALC_one_input_twice", "mul(%0,exp(neg(square(%0))))", 1, COMPOSED, -4, 4, true),
+      c("CALC_input_only", "%1", 2, EXACT, -4, 4, true),
+      // The output register may be input 0's: a root reading input 0 second writes elsewhere first.
+      c("CALC_root_reads_input0_second", "maximum(neg(%1),%0)", 2, EXACT, -4, 4, true),
+  };
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> v = unary_cases();
-  for (auto* more : {binary_cases, act_bwd_cases})
+  for (auto* more : {binary_cases, act_bwd_cases, calc_cases})
     for (Case& c : more()) v.push_back(c);
   return v;
 }
@@ -266,7 +298,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 TEST_P(JitElementwise, MatchesReferenceOverSizes) {
   const Case& c = GetParam();
   std::mt19937 rng(42);
-  const int n_in = op_info(c.op).n_in;
+  const int n_in = c.n_in ? c.n_in : op_info(c.op).n_in;
   for (Isa isa : isas()) {
     for (int64_t n : sizes(isa)) {
       const std::vector<Shape> shapes(static_cast<size_t>(n_in), Shape{n});
@@ -346,7 +378,7 @@ InPlaceRun in_place_program(const Case& c, const Shape& shape, size_t k, Isa isa
   b.ctx.set_opt_level(opt);
   b.ctx.set_threads(2);  // big sizes run as parts, each in place over its own slice
   b.ctx.set_log([err](const std::string& m) { *err += m + "\n"; });
-  const int n_in = op_info(c.op).n_in;
+  const int n_in = c.n_in ? c.n_in : op_info(c.op).n_in;
   std::vector<TensorId> operands;
   for (int i = 0; i < n_in; ++i) {
     TensorDesc d;
@@ -384,7 +416,7 @@ TEST_P(JitElementwise, InPlaceMatchesOutOfPlace) {
   std::mt19937 rng(11);
   std::vector<Isa> levels{Isa::REF};
   for (Isa isa : isas()) levels.push_back(isa);
-  const size_t n_in = static_cast<size_t>(op_info(c.op).n_in);
+  const size_t n_in = static_cast<size_t>(c.n_in ? c.n_in : op_info(c.op).n_in);
   for (Isa isa : levels) {
     const int w = width(isa == Isa::REF ? Isa::AVX2 : isa);
     for (int64_t n : {int64_t(1), int64_t(w - 1), int64_t(w + 1), int64_t(2 * w + 3), int64_t(70001)}) {
@@ -414,6 +446,34 @@ TEST_P(JitElementwise, InPlaceMatchesOutOfPlace) {
         for (int64_t i = 0; i < n; ++i) differ += std::memcmp(&y_in[i], &y_own[i], 4) != 0;
         EXPECT_EQ(differ, 0) << "elements differ in place, first input " << k;
       }
+    }
+  }
+}
+
+// CALC: any number of inputs, each streamed, one element, a row or a column of the output, on
+// one [rows, inner] split (a row and a column together included); other broadcasts run the
+// reference.
+TEST(JitCalc, BroadcastPatterns) {
+  const Case& c = find_case("CALC_exact_ops_2");
+  std::mt19937 rng(11);
+  for (Isa isa : isas()) {
+    const std::string jit = kernel_name(c, "", isa);
+    const int w = width(isa);
+    std::vector<std::pair<std::vector<Shape>, std::string>> ps;
+    for (int64_t n : {int64_t(1), int64_t(w - 1), int64_t(w), int64_t(w + 1), int64_t(2 * w + 3), int64_t(301)}) {
+      ps.push_back({{Shape{3, n}, Shape{n}, Shape{3, 1}}, jit});
+      ps.push_back({{Shape{}, Shape{4, n}, Shape{n}}, jit});
+      ps.push_back({{Shape{5, 1}, Shape{1, n}, Shape{}}, jit});
+      ps.push_back({{Shape{2, 3, n}, Shape{2, 3, 1}, Shape{1}}, jit});
+      ps.push_back({{Shape{n}, Shape{n}, Shape{n}}, jit});
+    }
+    ps.push_back({{Shape{2, 3, 4}, Shape{2, 1, 4}, Shape{4}}, "ref"});    // a 1 in the middle
+    ps.push_back({{Shape{2, 3, 4}, Shape{4}, Shape{2, 3, 1}}, jit});      // a row of 4, a column of 6
+    ps.push_back({{Shape{2, 3, 4}, Shape{3, 4}, Shape{2, 3, 1}}, "ref"});  // rows of 12 against columns of 6
+    for (const auto& [shapes, want] : ps) {
+      const std::string problems = run_case(c, shapes, isa, want, rng);
+      EXPECT_TRUE(problems.empty()) << isa_name(isa) << " " << shapes[0].str() << ", " << shapes[1].str() << ", "
+                                    << shapes[2].str() << "\n" << problems;
     }
   }
 }

@@ -140,6 +140,24 @@ TEST(Listing, FillsTheInstructionFromTheSchema) {
   EXPECT_EQ(s.type.str(), "f32[2,1]");
 }
 
+// A str immediate is a quoted string: a ';' inside is no comment, '"' and '\\' are escaped.
+TEST(Listing, ReadsAndWritesStrings) {
+  Lexed lx;
+  lex_listing("k=\"a \\\"b\\\" \\\\c; d\" e ; comment", &lx);
+  ASSERT_EQ(lx.tokens.size(), 6u) << lx.message;
+  EXPECT_EQ(lx.tokens[2].kind, Tok::STRING);
+  EXPECT_EQ(lx.tokens[2].col, 3);
+  EXPECT_EQ(unescape_string(lx.tokens[2].text), "a \"b\" \\c; d");
+  EXPECT_EQ(imm_to_string(imm_str(unescape_string(lx.tokens[2].text))), "\"a \\\"b\\\" \\\\c; d\"");
+  EXPECT_EQ(lx.tokens[3].text, "e");
+  EXPECT_EQ(lx.tokens[4].kind, Tok::NEWLINE);
+  Context ctx;
+  Program p(ctx);
+  ASSERT_OK(program_parse("input %x : f32[2]\nforward:\n  CALC %x -> %y expr=\"exp( %0 )\"\n", "s.nnasm", &p));
+  EXPECT_EQ(p.code()[0].imm[0].type, ImmType::STR);
+  EXPECT_EQ(p.code()[0].imm[0].ident, "exp( %0 )");  // kept as written
+}
+
 TEST(Listing, ReadsInitKindsAndValues) {
   Context ctx;
   Program p(ctx);

@@ -120,6 +120,12 @@ inline ImmArg imm_enum(std::string key, std::string ident) {
   m.ident = std::move(ident);
   return {std::move(key), m};
 }
+inline ImmArg imm_str(std::string key, std::string text) {
+  Imm m;
+  m.type = ImmType::STR;
+  m.ident = std::move(text);
+  return {std::move(key), m};
+}
 
 // Sets `args` on `ins` by key. Returns what is wrong with the arguments (a mistake in the test),
 // or an empty string.

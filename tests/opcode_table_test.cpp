@@ -49,6 +49,10 @@ TEST(OpcodeTable, SchemasParse) {
   for (const ImmSpec& s : slice.imms) EXPECT_FALSE(s.has_default);
   EXPECT_EQ(op_info(Opcode::RESHAPE).imms[0].type, ImmType::INTS);
   EXPECT_EQ(op_info(Opcode::CONCAT).n_in, -1);
+  const OpInfo& calc = op_info(Opcode::CALC);
+  ASSERT_EQ(calc.imms.size(), 1u);
+  EXPECT_EQ(calc.imms[0].type, ImmType::STR);
+  EXPECT_FALSE(calc.imms[0].has_default);
   for (const OpInfo& op : all_ops())
     for (const ImmSpec& s : op.imms) {
       EXPECT_FALSE(s.key.empty()) << op.mnemonic;
@@ -74,6 +78,10 @@ TEST(OpcodeTable, ImmediatesPrintAsTheListingWritesThem) {
   l.type = ImmType::INTS;
   l.ints = {2, -1, 3};
   EXPECT_EQ(imm_to_string(l), "[2,-1,3]");
+  EXPECT_EQ(imm_to_string(imm_str("exp(%0)")), "\"exp(%0)\"");
+  EXPECT_EQ(imm_to_string(imm_str("a \"b\" \\c")), "\"a \\\"b\\\" \\\\c\"");
+  EXPECT_EQ(imm_str("x"), imm_str("x"));
+  EXPECT_FALSE(imm_str("x") == imm_str("y"));
   EXPECT_EQ(float_to_string(1e-8), "1e-08");
   EXPECT_EQ(float_to_string(-INFINITY), "-inf");
 }

@@ -98,6 +98,7 @@ class ParityRun {
       case ImmType::F32: return a.value.f == d.f;
       case ImmType::ENUM: return a.value.ident == d.ident;
       case ImmType::INTS: return a.value.ints == d.ints;
+      case ImmType::STR: return a.value.ident == d.ident;
       default: return a.value.i == d.i;
     }
   }
@@ -261,6 +262,51 @@ void cases_maximum(ParityRun& r) {
 }
 void cases_minimum(ParityRun& r) {
   binary_sweep(r, {}, [](double a, double b) { return a < b ? a : b; }, mag_result);
+}
+
+// CALC: expressions over several inputs, each broadcast to the output.
+using FnN = std::function<double(const std::vector<double>&)>;
+
+void calc_sweep(ParityRun& r, const std::string& expr, const std::vector<std::vector<Shape>>& cases, const FnN& f,
+                const FnN& mag, double lo = -2, double hi = 2) {
+  for (const std::vector<Shape>& shapes : cases) {
+    std::vector<HostTensor> in;
+    Shape so;
+    for (const Shape& s : shapes) {
+      in.push_back(random_f32(s, r.rng(), lo, hi));
+      so = broadcast_ref(so, s);
+    }
+    Expected e{HostTensor{TensorType{DType::F32, so}, {}}, {}, ELEMENTWISE};
+    for (int64_t i = 0; i < count_of(so); ++i) {
+      const std::vector<int64_t> idx = unravel(i, so);
+      std::vector<double> x;
+      for (const HostTensor& t : in) x.push_back(t.v[broadcast_offset(idx, 0, t.type.shape)]);
+      e.t.v.push_back(f(x));
+      e.mag.push_back(mag(x));
+    }
+    r.check(in, {imm_str("expr", expr)}, e);
+  }
+}
+
+void cases_calc(ParityRun& r) {
+  // One input at every size of the sweep.
+  std::vector<std::vector<Shape>> one;
+  for (const Shape& s : elementwise_shapes()) one.push_back({s});
+  calc_sweep(r, "add(mul(%0,%0),scale(%0,alpha=-0.5))", one, [](const std::vector<double>& x) {
+    return x[0] * x[0] - 0.5 * x[0];
+  }, [](const std::vector<double>& x) { return x[0] * x[0] + std::fabs(0.5 * x[0]); });
+  // Three inputs, broadcast: a row, a column, one element; a constant.
+  const std::vector<std::vector<Shape>> three = {
+      {Shape{3, 4}, Shape{4}, Shape{3, 1}},       {Shape{65, 70}, Shape{70}, Shape{65, 1}},
+      {Shape{17}, Shape{17}, Shape()},            {Shape(), Shape{33}, Shape{1}},
+      {Shape{2, 3, 4, 5}, Shape{3, 1, 5}, Shape{5}}, {Shape{7, 1}, Shape{1, 16}, Shape{15, 7, 1}}};
+  calc_sweep(r, "sub(mul(%0,%1),div(%2,add(square(%2),1.5)))", three, [](const std::vector<double>& x) {
+    return x[0] * x[1] - x[2] / (x[2] * x[2] + 1.5);
+  }, [](const std::vector<double>& x) { return std::fabs(x[0] * x[1]) + std::fabs(x[2]); });
+  // Activations and exp, an input named twice, one not named at all (it still broadcasts).
+  calc_sweep(r, "mul(sigmoid(%0),tanh(add(%1,exp(%0),beta=0.5)))", three, [](const std::vector<double>& x) {
+    return sigmoid_d(x[0]) * std::tanh(x[1] + 0.5 * std::exp(x[0]));
+  }, [](const std::vector<double>&) { return 1.0; });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1326,6 +1372,7 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::FILL, cases_fill},
       {Opcode::STEP, cases_step},
       {Opcode::ACT_BWD, cases_act_bwd},
+      {Opcode::CALC, cases_calc},
       {Opcode::EXPAND, cases_expand},
       {Opcode::PAD, cases_pad},
       {Opcode::SOFTMAX_CE, cases_softmax_ce},
@@ -1755,6 +1802,8 @@ ValidCase valid_case(const OpInfo& info) {
   switch (info.op) {
     case Opcode::ACT_BWD:
       return {{Shape{3, 4}, Shape{3, 4}}, {imm_enum("fn", "tanh")}};
+    case Opcode::CALC:
+      return {{Shape{3, 4}, Shape{4}, Shape{3, 1}}, {imm_str("expr", "add(mul(%0,%1),%2)")}};
     case Opcode::EXPAND:
       return {{Shape{3, 1}}, {imm_ints("shape", {2, 3, 4})}};
     case Opcode::PAD:

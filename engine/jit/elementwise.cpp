@@ -237,6 +237,51 @@ void elementwise_part(EwSpec* s, int part, int n_parts) {
   }
 }
 
+namespace {
+
+// How `small`, broadcast numpy-style to `out` (n elements, n > 0), is read in a [rows, inner]
+// iteration space: one element (SCALAR, any split), a suffix of out's dimensions after leading
+// 1s (ROW), or out's leading dimensions followed by 1s (COL). False for anything else.
+bool feed_of(const Shape& small, const Shape& out, Feed* f, int64_t* rows, int64_t* inner) {
+  const int64_t n = out.numel();
+  if (small.numel() == 1) {
+    *f = Feed::SCALAR;
+    *rows = 1;
+    *inner = n;
+    return true;
+  }
+  const int r = out.rank;
+  if (small.rank > r) return false;
+  int64_t d[MAX_RANK];
+  for (int i = 0; i < r; ++i) d[i] = 1;
+  for (int i = 0; i < small.rank; ++i) d[r - small.rank + i] = small.dims[i];
+  int k = 0;
+  while (k < r && d[k] == 1) ++k;
+  bool row = true;
+  for (int j = k; j < r; ++j) row = row && d[j] == out.dims[j];
+  if (row) {
+    *f = Feed::ROW;
+    *inner = 1;
+    for (int j = k; j < r; ++j) *inner *= out.dims[j];
+    *rows = n / *inner;
+    return true;
+  }
+  int e = r;
+  while (e > 0 && d[e - 1] == 1) --e;
+  bool col = true;
+  for (int j = 0; j < e; ++j) col = col && d[j] == out.dims[j];
+  if (col) {
+    *f = Feed::COL;
+    *rows = 1;
+    for (int j = 0; j < e; ++j) *rows *= out.dims[j];
+    *inner = n / *rows;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool binary_layout(const Shape& a, const Shape& b, const Shape& out, EwSpec* s, std::string* pattern) {
   const int64_t n = out.numel();
   if (n <= 0) return false;
@@ -248,56 +293,39 @@ bool binary_layout(const Shape& a, const Shape& b, const Shape& out, EwSpec* s, 
     *pattern = "";
     return true;
   }
-  // The broadcast operand `small` against `out`: its feed, rows and inner.
-  auto classify = [&](const Shape& small, Feed* f) {
-    if (small.numel() == 1) {
-      s->rows = 1;
-      s->inner = n;
-      *f = Feed::SCALAR;
-      return true;
-    }
-    const int r = out.rank;
-    if (small.rank > r) return false;
-    int64_t d[MAX_RANK];
-    for (int i = 0; i < r; ++i) d[i] = 1;
-    for (int i = 0; i < small.rank; ++i) d[r - small.rank + i] = small.dims[i];
-    int k = 0;
-    while (k < r && d[k] == 1) ++k;
-    bool row = true;
-    for (int j = k; j < r; ++j) row = row && d[j] == out.dims[j];
-    if (row) {
-      s->inner = 1;
-      for (int j = k; j < r; ++j) s->inner *= out.dims[j];
-      s->rows = n / s->inner;
-      *f = Feed::ROW;
-      return true;
-    }
-    int e = r;
-    while (e > 0 && d[e - 1] == 1) --e;
-    bool col = true;
-    for (int j = 0; j < e; ++j) col = col && d[j] == out.dims[j];
-    if (col) {
-      s->rows = 1;
-      for (int j = 0; j < e; ++j) s->rows *= out.dims[j];
-      s->inner = n / s->rows;
-      *f = Feed::COL;
-      return true;
-    }
-    return false;
-  };
   auto name = [](Feed f) { return f == Feed::SCALAR ? "scalar" : f == Feed::ROW ? "row" : "col"; };
   Feed f;
-  if (na == n && classify(b, &f)) {
+  if (na == n && feed_of(b, out, &f, &s->rows, &s->inner)) {
     s->in = {Feed::STREAM, f};
     *pattern = std::string("_b") + name(f);
     return true;
   }
-  if (nb == n && classify(a, &f)) {
+  if (nb == n && feed_of(a, out, &f, &s->rows, &s->inner)) {
     s->in = {f, Feed::STREAM};
     *pattern = std::string("_a") + name(f);
     return true;
   }
   return false;
+}
+
+bool broadcast_layout(const std::vector<Shape>& in, const Shape& out, EwSpec* s) {
+  const int64_t n = out.numel();
+  if (n <= 0) return false;
+  s->rows = 1;
+  s->inner = n;
+  s->in.assign(in.size(), Feed::STREAM);
+  bool split = false;  // whether a ROW or COL operand has fixed rows and inner
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].numel() == n) continue;
+    int64_t rows, inner;
+    if (!feed_of(in[k], out, &s->in[k], &rows, &inner)) return false;
+    if (s->in[k] == Feed::SCALAR) continue;
+    if (split && (rows != s->rows || inner != s->inner)) return false;
+    split = true;
+    s->rows = rows;
+    s->inner = inner;
+  }
+  return true;
 }
 
 namespace {
@@ -308,18 +336,17 @@ MultiSnippet multi(const Snippet& body) {
 }
 }  // namespace
 
-Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
-                            int n_tmp, const Snippet& body) {
+Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const OpSnippet& snippet) {
   const int64_t n = r.out[0].shape.numel();
   if (n <= 0 || n > MAX_INNER) return KernelRef();
   EwSpec s;
-  s.op = op;
-  s.imms = imms;
+  s.op = snippet.op;
+  s.imms = snippet.imms;
   s.isa = r.isa;
   s.inner = n;
   s.in = {Feed::STREAM};
-  s.n_tmp = n_tmp;
-  s.body = multi(body);
+  s.n_tmp = snippet.n_tmp;
+  s.body = multi(snippet.body);
   elementwise_part(&s, r.part, r.n_parts);
   return elementwise_kernel(s, cache);
 }
@@ -338,17 +365,16 @@ int binary_parts(const JitRequest& r, int threads) {
   return elementwise_max_parts(s, threads);
 }
 
-Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
-                             int n_tmp, const Snippet& body) {
+Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const OpSnippet& snippet) {
   EwSpec s;
   std::string pattern;
   if (!binary_layout(r.in[0].shape, r.in[1].shape, r.out[0].shape, &s, &pattern) || s.inner > MAX_INNER)
     return KernelRef();
-  s.op = op + pattern;
-  s.imms = imms;
+  s.op = snippet.op + pattern;
+  s.imms = snippet.imms;
   s.isa = r.isa;
-  s.n_tmp = n_tmp;
-  s.body = multi(body);
+  s.n_tmp = snippet.n_tmp;
+  s.body = multi(snippet.body);
   elementwise_part(&s, r.part, r.n_parts);
   return elementwise_kernel(s, cache);
 }

@@ -46,6 +46,15 @@ using Snippet = std::function<void(VecGen& v, const Xbyak::Xmm& dst, const std::
 using MultiSnippet = std::function<void(VecGen& v, const std::vector<Xbyak::Xmm>& dst,
                                         const std::vector<Xbyak::Xmm>& src, const std::vector<Xbyak::Xmm>& tmp)>;
 
+// An op's snippet with what its kernels are named and keyed by: the unit the elementwise ops
+// hand to the generator, and that CALC composes (ops/elementwise/elementwise_op.h).
+struct OpSnippet {
+  std::string op;    // the kernel name's semantic part: "relu", "gelu_tanh"
+  std::string imms;  // the immediates baked into the code, for the cache key ("slope=0.01")
+  int n_tmp = 0;
+  Snippet body;
+};
+
 // One elementwise kernel: y_k[r, j] = body(x_i[r, j] per feed) for r < rows, j < inner.
 struct EwSpec {
   std::string op;    // the semantic part of the kernel name: "relu" gives "f32_relu__avx512"
@@ -88,15 +97,16 @@ Result<KernelRef> elementwise_kernel(const EwSpec& s, KernelCache& cache);
 // case for the kernel name: "", "_bscalar", "_ascalar", "_brow", "_arow", "_bcol", "_acol".
 // False for anything else (both operands broadcast, a 1 in the middle, no elements).
 bool binary_layout(const Shape& a, const Shape& b, const Shape& out, EwSpec* s, std::string* pattern);
+// The same for any number of operands, each broadcast numpy-style to `out`: every operand is
+// STREAM (out's element count), SCALAR, ROW or COL as above, the ROW and COL ones agreeing on one
+// [rows, inner] split (so [m, 1] and [n] with [m, n] are covered too). False otherwise.
+bool broadcast_layout(const std::vector<Shape>& in, const Shape& out, EwSpec* s);
 
-// JIT hooks in one call, for the op files. `op` is the mnemonic in lower case, `imms` the
-// immediates that shape the code. Unary: y = f(x) over numel elements; the kernel depends on the
-// element count only. Binary: broadcasting as binary_layout, a null kernel (the reference runs)
-// for the other patterns.
-Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
-                            int n_tmp, const Snippet& body);
-Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const std::string& op, const std::string& imms,
-                             int n_tmp, const Snippet& body);
+// JIT hooks in one call, for the op files. Unary: y = f(x) over numel elements; the kernel
+// depends on the element count only. Binary: broadcasting as binary_layout, a null kernel (the
+// reference runs) for the other patterns.
+Result<KernelRef> unary_jit(const JitRequest& r, KernelCache& cache, const OpSnippet& snippet);
+Result<KernelRef> binary_jit(const JitRequest& r, KernelCache& cache, const OpSnippet& snippet);
 // Parts hooks (ops/op.h PartsFn) for ops whose JIT hook is unary_jit / binary_jit: they honour
 // r.part and r.n_parts by elementwise_part.
 int unary_parts(const JitRequest& r, int threads);

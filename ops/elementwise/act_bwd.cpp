@@ -17,15 +17,15 @@
 //            equal to the reference; the others use engine/jit/vmath.h (gelu_tanh as
 //            s + x·s(1 − s)·(2k + 6kc·x²) with s = sigmoid(2u), the same derivative without the
 //            cancellation of 1 − tanh²), within the tolerances of tests/jit_elementwise_test.cpp.
+//            One ElementwiseOp (elementwise_op.h): CALC calls it as act_bwd(dy, x, fn=..., alpha=...).
 // Notes      at a kink the derivative is the left/zero one, as PyTorch: relu'(0) = 0.
 //            A fused op pays here: the composition from forward ops takes 3–6 passes.
 #include <cfloat>
 #include <cmath>
 
-#include "engine/jit/elementwise.h"
 #include "engine/jit/vmath.h"
 #include "ops/elementwise/activation.h"
-#include "ops/op.h"
+#include "ops/elementwise/elementwise_op.h"
 
 namespace nnasm {
 namespace {
@@ -74,13 +74,10 @@ void run(const float* dy, const float* x, float* dx, int64_t n, float a) {
   for (int64_t i = 0; i < n; ++i) dx[i] = std::isnan(x[i]) ? x[i] : dy[i] * derivative<A>(x[i], a);
 }
 
-void act_bwd_ref(const KernelArgs* k) {
-  const float* dy = static_cast<const float*>(k->in[0]);
-  const float* x = static_cast<const float*>(k->in[1]);
-  float* dx = static_cast<float*>(k->out[0]);
-  const int64_t n = k->out_type[0].shape.numel();
-  const float a = static_cast<float>(k->ins->f(ALPHA));
-  switch (static_cast<Act>(k->ins->i(FN))) {
+void act_bwd_block(const float* const* in, float* dx, int64_t n, const EwImms& m) {
+  const float *dy = in[0], *x = in[1];
+  const float a = m.f[ALPHA];
+  switch (static_cast<Act>(m.i[FN])) {
     case Act::RELU: return run<Act::RELU>(dy, x, dx, n, a);
     case Act::LEAKYRELU: return run<Act::LEAKYRELU>(dy, x, dx, n, a);
     case Act::ELU: return run<Act::ELU>(dy, x, dx, n, a);
@@ -92,6 +89,11 @@ void act_bwd_ref(const KernelArgs* k) {
     case Act::SWISH: return run<Act::SWISH>(dy, x, dx, n, a);
     case Act::ABS: return run<Act::ABS>(dy, x, dx, n, a);
   }
+}
+
+void act_bwd_ref(const KernelArgs* k) {
+  const float* in[2] = {static_cast<const float*>(k->in[0]), static_cast<const float*>(k->in[1])};
+  act_bwd_block(in, static_cast<float*>(k->out[0]), k->out_type[0].shape.numel(), ew_imms(k->ins->imm));
 }
 
 Status act_bwd_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
@@ -250,17 +252,18 @@ const char* act_name(Act fn) {
   return names[static_cast<int>(fn)];
 }
 
-Result<KernelRef> act_bwd_jit(const JitRequest& r, KernelCache& cache) {
-  const int64_t fn_index = r.ins.i(FN);
-  if (fn_index < 0 || fn_index > static_cast<int64_t>(Act::ABS)) return KernelRef();
-  const Act fn = static_cast<Act>(fn_index);
-  const float a = static_cast<float>(r.ins.f(ALPHA));
+OpSnippet act_bwd_snippet(const EwImms& m) {
+  const Act fn = static_cast<Act>(m.i[FN]);
+  const float a = m.f[ALPHA];
   ActJit j = act_jit(fn, a);
-  return binary_jit(r, cache, fmt::format("act_bwd_{}", act_name(fn)), fmt::format("alpha={}", a), j.n_tmp, j.body);
+  return {fmt::format("act_bwd_{}", act_name(fn)), fmt::format("alpha={}", a), j.n_tmp, std::move(j.body)};
 }
 
 }  // namespace
 
-OpHooks op_hooks_ACT_BWD() { return {act_bwd_shape, act_bwd_ref, nullptr, nullptr, act_bwd_jit, binary_parts}; }
+OpHooks op_hooks_ACT_BWD() {
+  static const ElementwiseOp e{2, act_bwd_block, act_bwd_snippet};
+  return {act_bwd_shape, act_bwd_ref, nullptr, nullptr, binary_op_jit<act_bwd_snippet>, binary_parts, &e};
+}
 
 }  // namespace nnasm

@@ -14,13 +14,12 @@
 //            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
 //            one side a single element (_ascalar/_bscalar), a bias row ([n] with [m, n]: _arow/
 //            _brow), a per-row value ([m, 1] with [m, n]: _acol/_bcol). Other broadcasts run the
-//            reference.
+//            reference. Each op is one ElementwiseOp (elementwise_op.h), which CALC composes.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
 
-#include "engine/jit/elementwise.h"
 #include "ops/elementwise/broadcast.h"
-#include "ops/op.h"
+#include "ops/elementwise/elementwise_op.h"
 
 namespace nnasm {
 namespace {
@@ -36,16 +35,23 @@ float f_div(float a, float b, Params) { return a / b; }
 float f_maximum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 float f_minimum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
 
+// Only ADD has immediates (alpha, beta); the other functions ignore theirs.
+Params params(const EwImms& m) { return Params{m.f[0], m.f[1]}; }
+
+template <float (*F)(float, float, Params)>
+void binary_block(const float* const* x, float* y, int64_t n, const EwImms& m) {
+  const Params p = params(m);
+  const float* a = x[0];  // no __restrict: y may be a or b (in place, ops/op.h)
+  const float* b = x[1];
+  for (int64_t j = 0; j < n; ++j) y[j] = F(a[j], b[j], p);
+}
+
 template <float (*F)(float, float, Params)>
 void binary_ref(const KernelArgs* k) {
   const float* a = static_cast<const float*>(k->in[0]);
   const float* b = static_cast<const float*>(k->in[1]);
   float* y = static_cast<float*>(k->out[0]);
-  Params p;
-  if (k->ins->imm.size() == 2) {
-    p.alpha = static_cast<float>(k->ins->f(0));
-    p.beta = static_cast<float>(k->ins->f(1));
-  }
+  const Params p = params(ew_imms(k->ins->imm));
   // Unit-stride and stride-0 rows get loops of their own so the compiler vectorizes them. No
   // __restrict: y may be a or b (in place, ops/op.h); g++ versions the loops on a runtime overlap
   // check that lets an exact alias take the vector loop too.
@@ -116,60 +122,53 @@ Status g_extremum(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx d
 // ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
-using J = Result<KernelRef>;
 
-J j_add(const JitRequest& r, KernelCache& c) {
-  const float alpha = static_cast<float>(r.ins.f(0)), beta = static_cast<float>(r.ins.f(1));
+OpSnippet s_add(const EwImms& m) {
+  const float alpha = m.f[0], beta = m.f[1];
   // The reference's alpha·a + beta·b; a product by 1 is exact, so it is left out.
-  return binary_jit(r, c, "add", fmt::format("alpha={},beta={}", alpha, beta), 2,
-                    [alpha, beta](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
-                      Xmm a = s[0], b = s[1];
-                      if (alpha != 1.f) {
-                        v.g.vmulps(t[0], a, v.cst(alpha));
-                        a = t[0];
-                      }
-                      if (beta != 1.f) {
-                        v.g.vmulps(t[1], b, v.cst(beta));
-                        b = t[1];
-                      }
-                      v.g.vaddps(y, a, b);
-                    });
+  return {"add", fmt::format("alpha={},beta={}", alpha, beta), 2,
+          [alpha, beta](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            Xmm a = s[0], b = s[1];
+            if (alpha != 1.f) {
+              v.g.vmulps(t[0], a, v.cst(alpha));
+              a = t[0];
+            }
+            if (beta != 1.f) {
+              v.g.vmulps(t[1], b, v.cst(beta));
+              b = t[1];
+            }
+            v.g.vaddps(y, a, b);
+          }};
 }
-J j_sub(const JitRequest& r, KernelCache& c) {
-  return binary_jit(r, c, "sub", "", 0,
-                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vsubps(y, s[0], s[1]); });
+OpSnippet s_sub(const EwImms&) {
+  return {"sub", "", 0, [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vsubps(y, s[0], s[1]); }};
 }
-J j_mul(const JitRequest& r, KernelCache& c) {
-  return binary_jit(r, c, "mul", "", 0,
-                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vmulps(y, s[0], s[1]); });
+OpSnippet s_mul(const EwImms&) {
+  return {"mul", "", 0, [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vmulps(y, s[0], s[1]); }};
 }
-J j_div(const JitRequest& r, KernelCache& c) {
-  return binary_jit(r, c, "div", "", 0,
-                    [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vdivps(y, s[0], s[1]); });
+OpSnippet s_div(const EwImms&) {
+  return {"div", "", 0, [](VecGen& v, const Xmm& y, const Regs& s, const Regs&) { v.g.vdivps(y, s[0], s[1]); }};
 }
 // vmaxps/vminps give (a > b ? a : b) / (a < b ? a : b), b when either is NaN: the reference's
 // choice except for a NaN a, put back by a blend.
 template <bool MAX>
-J j_extremum(const JitRequest& r, KernelCache& c) {
-  return binary_jit(r, c, MAX ? "maximum" : "minimum", "", 2, [](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
-    if (MAX) v.g.vmaxps(t[0], s[0], s[1]);
-    else v.g.vminps(t[0], s[0], s[1]);
-    const VMask nan = v.mask(0, t[1]);
-    v.cmp(nan, s[0], s[0], VecGen::CMP_UNORD);
-    v.blend(y, nan, t[0], s[0]);
-  });
+OpSnippet s_extremum(const EwImms&) {
+  return {MAX ? "maximum" : "minimum", "", 2, [](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            if (MAX) v.g.vmaxps(t[0], s[0], s[1]);
+            else v.g.vminps(t[0], s[0], s[1]);
+            const VMask nan = v.mask(0, t[1]);
+            v.cmp(nan, s[0], s[0], VecGen::CMP_UNORD);
+            v.blend(y, nan, t[0], s[0]);
+          }};
 }
 
 }  // namespace
 
-#define BINARY_OP(NAME, FN, GRAD, JIT) \
-  OpHooks op_hooks_##NAME() { return {binary_shape, binary_ref<FN>, nullptr, GRAD, JIT, binary_parts}; }
-BINARY_OP(ADD, f_add, g_add, j_add)
-BINARY_OP(SUB, f_sub, g_sub, j_sub)
-BINARY_OP(MUL, f_mul, g_mul, j_mul)
-BINARY_OP(DIV, f_div, g_div, j_div)
-BINARY_OP(MAXIMUM, f_maximum, g_extremum<true>, j_extremum<true>)
-BINARY_OP(MINIMUM, f_minimum, g_extremum<false>, j_extremum<false>)
-#undef BINARY_OP
+ELEMENTWISE_OP(binary, 2, ADD, f_add, g_add, s_add)
+ELEMENTWISE_OP(binary, 2, SUB, f_sub, g_sub, s_sub)
+ELEMENTWISE_OP(binary, 2, MUL, f_mul, g_mul, s_mul)
+ELEMENTWISE_OP(binary, 2, DIV, f_div, g_div, s_div)
+ELEMENTWISE_OP(binary, 2, MAXIMUM, f_maximum, g_extremum<true>, s_extremum<true>)
+ELEMENTWISE_OP(binary, 2, MINIMUM, f_minimum, g_extremum<false>, s_extremum<false>)
 
 }  // namespace nnasm

@@ -24,14 +24,15 @@
 //            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU and STEP are bitwise equal to the reference; EXP,
 //            LOG, ELU, SIGMOID, TANH, GELU and SWISH use engine/jit/vmath.h and differ from it by
 //            the bounds documented there.
+//            Each op is one ElementwiseOp (elementwise_op.h): its reference loop and its snippet
+//            are what CALC composes, callable there as scale, neg, ..., step.
 // Notes      NaN in gives NaN out for every op, RELU and CLIPPED_RELU included (as PyTorch).
 #include <cfloat>
 #include <cmath>
 
 #include "engine/jit/act_snippet.h"
-#include "engine/jit/elementwise.h"
 #include "ops/elementwise/activation.h"
-#include "ops/op.h"
+#include "ops/elementwise/elementwise_op.h"
 
 namespace nnasm {
 namespace {
@@ -58,17 +59,19 @@ float f_gelu(float x, Params p) { return p.tanh_form ? act::gelu_tanh(x) : act::
 float f_swish(float x, Params p) { return act::swish(x, p.a); }
 float f_step(float x, Params) { return x >= 0 ? 1.f : 0.f; }
 
+Params params(const EwImms& m) { return Params{m.f[0], m.i[0] == 1}; }
+
+template <float (*F)(float, Params)>
+void unary_block(const float* const* x, float* y, int64_t n, const EwImms& m) {
+  const Params p = params(m);
+  const float* xr = x[0];  // no __restrict: y may be x (in place, ops/op.h)
+  for (int64_t i = 0; i < n; ++i) y[i] = F(xr[i], p);
+}
+
 template <float (*F)(float, Params)>
 void unary_ref(const KernelArgs* a) {
   const float* x = static_cast<const float*>(a->in[0]);
-  float* y = static_cast<float*>(a->out[0]);
-  Params p;
-  if (!a->ins->imm.empty()) {
-    p.a = static_cast<float>(a->ins->imm[0].f);
-    p.tanh_form = a->ins->imm[0].type == ImmType::ENUM && a->ins->imm[0].i == 1;
-  }
-  const int64_t n = a->in_type[0].shape.numel();
-  for (int64_t i = 0; i < n; ++i) y[i] = F(x[i], p);
+  unary_block<F>(&x, static_cast<float*>(a->out[0]), a->in_type[0].shape.numel(), ew_imms(a->ins->imm));
 }
 
 Status unary_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
@@ -128,96 +131,74 @@ Status g_act(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
 // ---- JIT snippets: y = f(x[0]); t are scratch registers (see engine/jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
-using J = Result<KernelRef>;
 
-float imm0(const JitRequest& r) { return static_cast<float>(r.ins.f(0)); }
-
-J j_scale(const JitRequest& r, KernelCache& c) {
-  const float a = imm0(r);
-  return unary_jit(r, c, "scale", fmt::format("alpha={}", a), 0,
-                   [a](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], v.cst(a)); });
+OpSnippet s_scale(const EwImms& m) {
+  const float a = m.f[0];
+  return {"scale", fmt::format("alpha={}", a), 0,
+          [a](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], v.cst(a)); }};
 }
-J j_neg(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "neg", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) {
-    v.g.vxorps(y, x[0], v.cst_bits(0x80000000u));
-  });
+OpSnippet s_neg(const EwImms&) {
+  return {"neg", "", 0,
+          [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vxorps(y, x[0], v.cst_bits(0x80000000u)); }};
 }
-J j_exp(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "exp", "", vmath::EXP_TMPS,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::exp(v, y, x[0], t); });
+OpSnippet s_exp(const EwImms&) {
+  return {"exp", "", vmath::EXP_TMPS,
+          [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::exp(v, y, x[0], t); }};
 }
-J j_log(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "log", "", vmath::LOG_TMPS,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::log(v, y, x[0], t); });
+OpSnippet s_log(const EwImms&) {
+  return {"log", "", vmath::LOG_TMPS,
+          [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { vmath::log(v, y, x[0], t); }};
 }
-J j_sqrt(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "sqrt", "", 0,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vsqrtps(y, x[0]); });
+OpSnippet s_sqrt(const EwImms&) {
+  return {"sqrt", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vsqrtps(y, x[0]); }};
 }
-J j_abs(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "abs", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) {
-    v.g.vandps(y, x[0], v.cst_bits(0x7fffffffu));
-  });
+OpSnippet s_abs(const EwImms&) {
+  return {"abs", "", 0,
+          [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vandps(y, x[0], v.cst_bits(0x7fffffffu)); }};
 }
-J j_square(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "square", "", 0,
-                   [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], x[0]); });
+OpSnippet s_square(const EwImms&) {
+  return {"square", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], x[0]); }};
 }
 // The activations' snippets are shared with LINEAR's fused epilogue (engine/jit/act_snippet.h).
-J act_unary_jit(const JitRequest& r, KernelCache& c, Activation f, const std::string& imms, float a) {
+OpSnippet act(Activation f, const char* key, float a) {
   ActSnippet s = act_snippet(f, a);
-  return unary_jit(r, c, activation_name(f), imms, s.n_tmp,
-                   [body = std::move(s.body)](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-                     body(v, y, x[0], t);
-                   });
+  return {activation_name(f), key ? fmt::format("{}={}", key, a) : "", s.n_tmp,
+          [body = std::move(s.body)](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { body(v, y, x[0], t); }};
 }
-J j_relu(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::RELU, "", 0); }
-J j_leakyrelu(const JitRequest& r, KernelCache& c) {
-  return act_unary_jit(r, c, Activation::LEAKYRELU, fmt::format("slope={}", imm0(r)), imm0(r));
-}
-J j_elu(const JitRequest& r, KernelCache& c) {
-  return act_unary_jit(r, c, Activation::ELU, fmt::format("alpha={}", imm0(r)), imm0(r));
-}
-J j_clipped_relu(const JitRequest& r, KernelCache& c) {
-  return act_unary_jit(r, c, Activation::CLIPPED_RELU, fmt::format("threshold={}", imm0(r)), imm0(r));
-}
-J j_sigmoid(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::SIGMOID, "", 0); }
-J j_tanh(const JitRequest& r, KernelCache& c) { return act_unary_jit(r, c, Activation::TANH, "", 0); }
-J j_gelu(const JitRequest& r, KernelCache& c) {
-  return act_unary_jit(r, c, r.ins.i(0) == 1 ? Activation::GELU_TANH : Activation::GELU, "", 0);
-}
-J j_swish(const JitRequest& r, KernelCache& c) {
-  return act_unary_jit(r, c, Activation::SWISH, fmt::format("beta={}", imm0(r)), imm0(r));
-}
-J j_step(const JitRequest& r, KernelCache& c) {
-  return unary_jit(r, c, "step", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
-    const VMask m = v.mask(0, t[0]);
-    v.cmp(m, x[0], v.cst(0.f), VecGen::CMP_GE);
-    v.g.vmovups(t[1], v.cst(1.f));
-    v.keep(y, m, t[1]);
-  });
+OpSnippet s_relu(const EwImms&) { return act(Activation::RELU, nullptr, 0); }
+OpSnippet s_leakyrelu(const EwImms& m) { return act(Activation::LEAKYRELU, "slope", m.f[0]); }
+OpSnippet s_elu(const EwImms& m) { return act(Activation::ELU, "alpha", m.f[0]); }
+OpSnippet s_clipped_relu(const EwImms& m) { return act(Activation::CLIPPED_RELU, "threshold", m.f[0]); }
+OpSnippet s_sigmoid(const EwImms&) { return act(Activation::SIGMOID, nullptr, 0); }
+OpSnippet s_tanh(const EwImms&) { return act(Activation::TANH, nullptr, 0); }
+OpSnippet s_gelu(const EwImms& m) { return act(m.i[0] == 1 ? Activation::GELU_TANH : Activation::GELU, nullptr, 0); }
+OpSnippet s_swish(const EwImms& m) { return act(Activation::SWISH, "beta", m.f[0]); }
+OpSnippet s_step(const EwImms&) {
+  return {"step", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
+            const VMask m = v.mask(0, t[0]);
+            v.cmp(m, x[0], v.cst(0.f), VecGen::CMP_GE);
+            v.g.vmovups(t[1], v.cst(1.f));
+            v.keep(y, m, t[1]);
+          }};
 }
 
 }  // namespace
 
-#define UNARY_OP(NAME, FN, GRAD, JIT) \
-  OpHooks op_hooks_##NAME() { return {unary_shape, unary_ref<FN>, nullptr, GRAD, JIT, unary_parts}; }
-UNARY_OP(SCALE, f_scale, g_scale, j_scale)
-UNARY_OP(NEG, f_neg, g_neg, j_neg)
-UNARY_OP(EXP, f_exp, g_exp, j_exp)
-UNARY_OP(LOG, f_log, g_log, j_log)
-UNARY_OP(SQRT, f_sqrt, g_sqrt, j_sqrt)
-UNARY_OP(ABS, f_abs, g_act<Act::ABS>, j_abs)
-UNARY_OP(SQUARE, f_square, g_square, j_square)
-UNARY_OP(RELU, f_relu, g_act<Act::RELU>, j_relu)
-UNARY_OP(LEAKYRELU, f_leakyrelu, g_act<Act::LEAKYRELU>, j_leakyrelu)
-UNARY_OP(ELU, f_elu, g_act<Act::ELU>, j_elu)
-UNARY_OP(CLIPPED_RELU, f_clipped_relu, g_act<Act::CLIPPED_RELU>, j_clipped_relu)
-UNARY_OP(SIGMOID, f_sigmoid, g_act<Act::SIGMOID>, j_sigmoid)
-UNARY_OP(TANH, f_tanh, g_act<Act::TANH>, j_tanh)
-UNARY_OP(GELU, f_gelu, g_act<Act::GELU>, j_gelu)
-UNARY_OP(SWISH, f_swish, g_act<Act::SWISH>, j_swish)
-UNARY_OP(STEP, f_step, no_gradient, j_step)
-#undef UNARY_OP
+ELEMENTWISE_OP(unary, 1, SCALE, f_scale, g_scale, s_scale)
+ELEMENTWISE_OP(unary, 1, NEG, f_neg, g_neg, s_neg)
+ELEMENTWISE_OP(unary, 1, EXP, f_exp, g_exp, s_exp)
+ELEMENTWISE_OP(unary, 1, LOG, f_log, g_log, s_log)
+ELEMENTWISE_OP(unary, 1, SQRT, f_sqrt, g_sqrt, s_sqrt)
+ELEMENTWISE_OP(unary, 1, ABS, f_abs, g_act<Act::ABS>, s_abs)
+ELEMENTWISE_OP(unary, 1, SQUARE, f_square, g_square, s_square)
+ELEMENTWISE_OP(unary, 1, RELU, f_relu, g_act<Act::RELU>, s_relu)
+ELEMENTWISE_OP(unary, 1, LEAKYRELU, f_leakyrelu, g_act<Act::LEAKYRELU>, s_leakyrelu)
+ELEMENTWISE_OP(unary, 1, ELU, f_elu, g_act<Act::ELU>, s_elu)
+ELEMENTWISE_OP(unary, 1, CLIPPED_RELU, f_clipped_relu, g_act<Act::CLIPPED_RELU>, s_clipped_relu)
+ELEMENTWISE_OP(unary, 1, SIGMOID, f_sigmoid, g_act<Act::SIGMOID>, s_sigmoid)
+ELEMENTWISE_OP(unary, 1, TANH, f_tanh, g_act<Act::TANH>, s_tanh)
+ELEMENTWISE_OP(unary, 1, GELU, f_gelu, g_act<Act::GELU>, s_gelu)
+ELEMENTWISE_OP(unary, 1, SWISH, f_swish, g_act<Act::SWISH>, s_swish)
+ELEMENTWISE_OP(unary, 1, STEP, f_step, no_gradient, s_step)
 
 }  // namespace nnasm

@@ -17,12 +17,14 @@ struct BenchProgram {
   std::unique_ptr<Executor> ex;
 };
 
-// Records `record`, prepares it with `jit` (default: JIT at the machine's best level) and fills
-// every f32 input with small deterministic values. nullptr if recording or prepare failed.
+// Records `record`, prepares it with `jit` (default: JIT at the machine's best level) at
+// optimization level `opt_level` (default: the context's, from NNASM_OPT) and fills every f32
+// input with small deterministic values. nullptr if recording or prepare failed.
 inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Graph&)>& record,
-                                                   JitConfig jit = JitConfig{true, Isa::AVX512}) {
+                                                   JitConfig jit = JitConfig{true, Isa::AVX512}, int opt_level = -1) {
   auto b = std::make_unique<BenchProgram>();
   b->ctx.set_jit(jit);
+  if (opt_level >= 0) b->ctx.set_opt_level(opt_level);
   Graph g(b->p);
   record(g);
   if (!g.status()) return nullptr;

@@ -69,6 +69,16 @@ namespace nnasm {
 #define SKIP_UNLESS_COUNTING() \
   if (!NNASM_COUNT_ALLOCATIONS) GTEST_SKIP() << "allocation counting is off under sanitizers"
 
+// How many allocations `f` makes.
+template <typename F>
+long allocations_in(F&& f) {
+  allocations = 0;
+  counting = true;
+  f();
+  counting = false;
+  return allocations.load();
+}
+
 TEST(NoAlloc, CounterSeesAllocations) {
   SKIP_UNLESS_COUNTING();
   allocations = 0;
@@ -96,11 +106,25 @@ TEST(NoAlloc, RunOfEveryOpAllocatesNothing) {
   ASSERT_TRUE(ex) << ex.status().message();
   for (int i = 0; i < 15; ++i) ex.value()->tensor("a")->f32()[i] = 0.1f * static_cast<float>(i) - 0.7f;
   for (int i = 0; i < 5; ++i) ex.value()->tensor("b")->f32()[i] = 0.3f * static_cast<float>(i) - 0.5f;
-  allocations = 0;
-  counting = true;
-  for (int i = 0; i < 3; ++i) ex.value()->run();
-  counting = false;
-  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 3; ++i) ex.value()->run(); }), 0);
+  EXPECT_TRUE(std::isfinite(ex.value()->tensor("y")->f32()[0]));
+}
+
+TEST(NoAlloc, ReferenceCalcAllocatesNothing) {
+  SKIP_UNLESS_COUNTING();
+  // CALC's reference kernel parses its expression at every run, into its scratch memory; here
+  // with broadcast inputs (gathered), a one-element input and constants.
+  Context ctx;
+  ctx.set_jit(JitConfig{false, Isa::REF});
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {3, 300}), row = g.input("row", {300}), col = g.input("col", {3, 1}), s = g.input("s", {});
+  g.output(calc({x, row, col, s}, "add(exp(sub(%0,%2)),mul(gelu(%1,approx=tanh),add(%3,-1.5e-1)),beta=0.5)"), "y");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  EXPECT_EQ(std::string(ex.value()->kernel_name(0)), "ref");
+  EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 3; ++i) ex.value()->run(); }), 0);
   EXPECT_TRUE(std::isfinite(ex.value()->tensor("y")->f32()[0]));
 }
 
@@ -120,11 +144,7 @@ TEST(NoAlloc, LargeGemmsUseThePreparedScratch) {
   ASSERT_TRUE(g.status()) << g.status().message();
   auto ex = Executor::prepare(p);
   ASSERT_TRUE(ex) << ex.status().message();
-  allocations = 0;
-  counting = true;
-  ex.value()->run();
-  counting = false;
-  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(allocations_in([&] { ex.value()->run(); }), 0);
 }
 
 TEST(NoAlloc, ThreadedRunAllocatesNothing) {
@@ -151,11 +171,7 @@ TEST(NoAlloc, ThreadedRunAllocatesNothing) {
   }
   for (int i = 0; i < 64; ++i) ex.value()->tensor("labels")->i32()[i] = i % 10;
   ex.value()->train_step();  // the pool's threads are warm
-  allocations = 0;
-  counting = true;
-  for (int i = 0; i < 5; ++i) ex.value()->train_step();
-  counting = false;
-  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 5; ++i) ex.value()->train_step(); }), 0);
 }
 
 }  // namespace nnasm
