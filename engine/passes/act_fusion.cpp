@@ -1,5 +1,6 @@
-// Activation fusion: an activation whose input is made by a LINEAR without one (act=none), and
-// read by nobody else, becomes that LINEAR's act= epilogue, applied in the GEMM's store.
+// Activation fusion: an activation whose input is made by an op with a fused-activation epilogue
+// (an `act` immediate in its schema: LINEAR, CONV2D) that has none yet (act=none), and read by
+// nobody else, becomes that instruction's act= epilogue, applied in the GEMM's store.
 #include <fmt/format.h>
 
 #include "engine/activation.h"
@@ -38,13 +39,13 @@ Result<int> pass_act_fusion(Program& p) {
     double alpha;
     if (!as_activation(code[i], &f, &alpha)) continue;
     const size_t k = u.producer(code[i].in[0]);
-    if (k == Uses::NONE || drop[k] || code[k].op != Opcode::LINEAR || code[k].i(0) != 0 ||
-        !u.private_to(code[i].in[0], i))
-      continue;
+    if (k == Uses::NONE || drop[k]) continue;
+    const int act = imm_index(code[k].info(), "act"), act_alpha = imm_index(code[k].info(), "act_alpha");
+    if (act < 0 || act_alpha < 0 || code[k].i(act) != 0 || !u.private_to(code[i].in[0], i)) continue;
     Instruction lin = code[k];
-    lin.imm[0].i = static_cast<int64_t>(f);
-    lin.imm[0].ident = activation_name(f);
-    lin.imm[1] = imm_f(alpha);
+    lin.imm[act].i = static_cast<int64_t>(f);
+    lin.imm[act].ident = activation_name(f);
+    lin.imm[act_alpha] = imm_f(alpha);
     lin.out = code[i].out;
     lin.section = code[i].section;
     add_note(lin, fmt::format("fused {} into the epilogue", describe(p, code[i])));

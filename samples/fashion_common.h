@@ -1,0 +1,161 @@
+// What the Fashion-MNIST samples share: the command line, recording the training program around
+// a model function, training, the CSV log and SVG plot, and the batch-1 latency of the trained
+// model recorded again at batch 1. A sample is its model and a call of fashion_main. Header-only,
+// so that a sample copied out of the tree takes it along.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "engine/executor.h"
+#include "engine/optimizer.h"
+#include "engine/trainer.h"
+#include "serialize/atomic_file.h"
+#include "serialize/csv_log.h"
+#include "serialize/fashion_mnist.h"
+#include "serialize/listing.h"
+#include "serialize/svg_plot.h"
+#include "shell/shell.h"
+
+namespace nnasm::samples {
+
+// Records `model` on a [1, sample_shape...] input named x (softmax on top), copies the params of
+// `trained` into it by name, and returns the median time of one forward run in microseconds.
+inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, const std::function<Var(Var)>& model,
+                                     int runs = 2000) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Shape s = sample_shape;
+  s.rank = sample_shape.rank + 1;
+  s[0] = 1;
+  for (int d = 0; d < sample_shape.rank; ++d) s[d + 1] = sample_shape[d];
+  g.output(softmax(model(g.input("x", s))), "probs");
+  if (!g.status()) return g.status();
+  auto ex = Executor::prepare(p);
+  if (!ex) return ex.status();
+  for (TensorId id : p.tensors()) {
+    const TensorDesc& d = p.desc(id);
+    if (d.role != Role::PARAM && d.role != Role::STATE) continue;
+    const Tensor* from = trained.tensor(d.name);
+    if (!from || !(from->desc.type == d.type)) return Status::errorf("no trained values for @{}", d.name);
+    std::copy(from->f32(), from->f32() + from->numel(), ctx.at(id).f32());
+  }
+  std::vector<double> us;
+  for (int rep = 0; rep < runs; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ex.value()->run();
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(us.begin(), us.begin() + static_cast<std::ptrdiff_t>(us.size() / 2), us.end());
+  return us[us.size() / 2];
+}
+
+// Writes PREFIX.csv (one row per epoch) and PREFIX.svg (loss and accuracy curves).
+inline Status write_training_log(const std::string& prefix, const std::string& title, const std::vector<EpochLog>& log) {
+  std::vector<std::vector<double>> rows;
+  PlotSeries loss{"train loss", {}, ""}, train_acc{"train accuracy", {}, ""}, test_acc{"test accuracy", {}, ""};
+  for (const EpochLog& l : log) {
+    rows.push_back({static_cast<double>(l.epoch), l.train_loss, l.train_acc, l.test_acc, l.seconds});
+    loss.points.emplace_back(l.epoch, l.train_loss);
+    train_acc.points.emplace_back(l.epoch, 100 * l.train_acc);
+    test_acc.points.emplace_back(l.epoch, 100 * l.test_acc);
+  }
+  NNASM_TRY(csv_write(prefix + ".csv", {"epoch", "train_loss", "train_acc", "test_acc", "seconds"}, rows));
+  PlotSpec plot{title, "epoch", {{"loss", "cross-entropy", {loss}}, {"accuracy", "%", {train_acc, test_acc}}}};
+  return svg_plot_write(prefix + ".svg", plot);
+}
+
+struct FashionSample {
+  std::string name;                  // files NAME.nnasm, NAME.csv, NAME.svg; messages "NAME: error: …"
+  std::string title;                 // the plot's title
+  std::string description;           // e.g. "784-256-128-10"
+  Shape sample_shape;                // one image as the model reads it: {784} or {1, 28, 28}
+  std::function<Var(Var)> model;     // logits [batch, 10] from x [batch, sample_shape...]
+};
+
+// The sample's main: options --epochs --optimizer --lr --seed --out-dir --data-dir; trains with
+// batch 64 and cosine decay to zero; prints the final line "test accuracy: NN.N%". Exit code 0,
+// 1 on any error (printed), CLI11's on bad options.
+inline int fashion_main(int argc, char** argv, const FashionSample& spec) {
+  auto fail = [&](const std::string& msg) {
+    fmt::print(stderr, "{}: error: {}\n", spec.name, msg);
+    return 1;
+  };
+  CLI::App app{fmt::format("Train {} on Fashion-MNIST with nnasm", spec.description)};
+  int epochs = 10;
+  std::string optimizer = "adam", out_dir = ".", data_dir;
+  double lr = 0;
+  uint64_t seed = 1;
+  app.add_option("--epochs", epochs, "Epochs to train")->check(CLI::Range(1, 1000));
+  app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->check(CLI::IsMember({"adam", "sgd"}));
+  app.add_option("--lr", lr, "Learning rate (default: 0.001 for adam, 0.01 for sgd)");
+  app.add_option("--seed", seed, "Seed for initialization and shuffling");
+  app.add_option("--out-dir", out_dir, "Where the listing, CSV log and SVG plot go");
+  app.add_option("--data-dir", data_dir, "Fashion-MNIST IDX files (default: $NNASM_FASHION_MNIST or the Debian package's)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  Dataset train_set, test_set;
+  if (Status s = fashion_mnist_load(data_dir, true, &train_set); !s) return fail(s.message());
+  if (Status s = fashion_mnist_load(data_dir, false, &test_set); !s) return fail(s.message());
+
+  // Record the training program: model, loss, then backward and update code.
+  constexpr int64_t BATCH = 64;
+  Context ctx(seed);
+  Program program(ctx);
+  Graph g(program);
+  Shape xs;
+  xs.rank = spec.sample_shape.rank + 1;
+  xs[0] = BATCH;
+  for (int d = 0; d < spec.sample_shape.rank; ++d) xs[d + 1] = spec.sample_shape[d];
+  Var x = g.input("x", xs);
+  Var labels = g.input("labels", {BATCH}, DType::I32);
+  Var logits = spec.model(x);
+  g.output(logits, "logits");
+  g.output(softmax_ce(logits, labels), "loss");
+  if (!g.status()) return fail(g.status().message());
+  OptimizerSpec opt = optimizer == "adam" ? adam(lr > 0 ? lr : 1e-3) : sgd(lr > 0 ? lr : 0.01, 0.9);
+  // Cosine decay to zero over the run: the last epochs fine-tune instead of bouncing around.
+  opt.schedule.kind = LrSchedule::Kind::COSINE;
+  opt.schedule.total = epochs * (train_set.n / BATCH);
+  if (Status s = make_trainable(program, program.find("loss"), opt); !s) return fail(s.message());
+
+  const std::string prefix = out_dir + "/" + spec.name;
+  if (Status s = write_file_atomic(prefix + ".nnasm", program_print(program)); !s) return fail(s.message());
+
+  auto ex = Executor::prepare(program);
+  if (!ex) return fail(ex.status().message());
+  const int64_t size = spec.sample_shape.numel();
+  if (size != 784) return fail(fmt::format("a sample of {} floats; Fashion-MNIST images have 784", size));
+  const LabeledData train_data{train_set.images.data(), train_set.labels.data(), train_set.n, size};
+  const LabeledData test_data{test_set.images.data(), test_set.labels.data(), test_set.n, size};
+  TrainOptions topt;
+  topt.epochs = epochs;
+  topt.seed = seed;
+  Progress progress(stdout);
+  fmt::print("training {} on {} images: {}{}, lr {} with cosine decay, batch {}, {} epochs\n", spec.description,
+             train_set.n, optimizer, optimizer == "sgd" ? " (momentum 0.9)" : "", opt.lr, BATCH, epochs);
+  std::fflush(stdout);
+  auto log = train(*ex.value(), train_data, test_data, topt, &progress);
+  if (!log) return fail(log.status().message());
+  if (Status s = write_training_log(prefix, spec.title, log.value()); !s) return fail(s.message());
+
+  Result<double> us = latency_batch1(*ex.value(), spec.sample_shape, spec.model);
+  if (!us) return fail(us.status().message());
+  fmt::print("inference latency at batch 1: {:.1f} us (median of 2000 runs)\n", *us);
+  fmt::print("wrote {0}.nnasm (the training program), {0}.csv and {0}.svg\n", prefix);
+  fmt::print("test accuracy: {:.1f}%\n", 100 * log.value().back().test_acc);
+  return 0;
+}
+
+}  // namespace nnasm::samples
