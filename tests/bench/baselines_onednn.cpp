@@ -1,6 +1,6 @@
-// oneDNN (Debian's libdnnl-dev, 2.x) as a baseline for gemm_bench.cpp: a dnnl::matmul primitive
-// for square SGEMM and the 784→256 layer at batch 1 and 64, row-major (format_tag::ab), on the
-// CPU engine. The primitive is created once, before the timing loop, as nnasm prepares its kernel
+// oneDNN (Debian's libdnnl-dev, 2.x) as a baseline for gemm_bench.cpp and conv_bench.cpp: a
+// dnnl::matmul primitive for square SGEMM and the 784→256 layer at batch 1 and 64, row-major
+// (format_tag::ab), and a convolution_forward primitive for the CONV2D shapes, on the CPU engine. The primitive is created once, before the timing loop, as nnasm prepares its kernel
 // once; the loop times execute() and the stream's wait(). Debian builds oneDNN on OpenMP, so each
 // benchmark sets one OpenMP thread for its own thread (omp_set_num_threads, a per-thread
 // setting); a oneDNN built on another runtime runs as it is configured (OMP_NUM_THREADS or
@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "tests/bench/baselines.h"
+#include "tests/bench/conv_shapes.h"
 
 #ifdef NNASM_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -61,6 +62,63 @@ BENCHMARK(BM_gemm_gemv_784x256_onednn)->Unit(benchmark::kMicrosecond);
 
 void BM_gemm_b64_784x256_onednn(benchmark::State& st) { run_matmul(st, kLayerBatch, kLayerOut, kLayerIn, true); }
 BENCHMARK(BM_gemm_b64_784x256_onednn)->Unit(benchmark::kMicrosecond);
+
+// A forward-inference convolution with bias at oneDNN's best: it picks the layouts of src,
+// weights and dst (format_tag::any, blocked nChw8c-like on AVX2), the caller's NCHW input and OIHW
+// weights are reordered once before the timing loop (as a model that keeps its activations in
+// oneDNN's layout would), and the loop times the primitive alone. With src and dst forced to NCHW
+// oneDNN 2.6 falls back to its GEMM-based convolution, 1.5-2x slower on these shapes.
+void run_conv(benchmark::State& st, const ConvShape& s) {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  omp_set_num_threads(1);
+#endif
+  try {
+    using dnnl::memory;
+    using tag = memory::format_tag;
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    const memory::dims src_dims{1, s.c, s.h, s.w}, dst_dims{1, s.o, s.h, s.w}, bias_dims{s.o};
+    const memory::dims w_dims = s.groups == 1 ? memory::dims{s.o, s.c, s.k, s.k}
+                                              : memory::dims{s.groups, s.o / s.groups, s.c / s.groups, s.k, s.k};
+    const memory::desc src_user(src_dims, memory::data_type::f32, tag::nchw);
+    const memory::desc src_md(src_dims, memory::data_type::f32, tag::any);
+    const memory::desc dst_md(dst_dims, memory::data_type::f32, tag::any);
+    const memory::desc bias_md(bias_dims, memory::data_type::f32, tag::x);
+    const memory::desc w_any(w_dims, memory::data_type::f32, tag::any);
+    const memory::desc w_user(w_dims, memory::data_type::f32, s.groups == 1 ? tag::oihw : tag::goihw);
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_md, w_any, bias_md, dst_md, {1, 1}, {s.pad, s.pad}, {s.pad, s.pad});
+    const dnnl::convolution_forward::primitive_desc pd(d, eng);
+    std::vector<float> x(static_cast<size_t>(s.c * s.h * s.w)), w(static_cast<size_t>(s.o * (s.c / s.groups) * s.k * s.k)), b(static_cast<size_t>(s.o), 0.1f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+    memory x_mem(src_user, eng, x.data()), src(pd.src_desc(), eng), dst(pd.dst_desc(), eng), bias(bias_md, eng, b.data());
+    memory w_mem(w_user, eng, w.data()), w_prim(pd.weights_desc(), eng);
+    dnnl::reorder(x_mem, src).execute(strm, x_mem, src);
+    dnnl::reorder(w_mem, w_prim).execute(strm, w_mem, w_prim);
+    strm.wait();
+    const dnnl::convolution_forward prim(pd);
+    const std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_prim}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}};
+    st.SetLabel(pd.impl_info_str());
+    for (auto _ : st) {
+      prim.execute(strm, args);
+      strm.wait();
+      benchmark::DoNotOptimize(dst.get_data_handle());
+    }
+  } catch (const dnnl::error& e) {
+    st.SkipWithError((std::string("oneDNN: ") + e.what()).c_str());
+    return;
+  }
+  set_flops(st, s.flops());
+}
+
+const int registered_conv = [] {
+  for (const ConvShape& s : conv_shapes())
+    benchmark::RegisterBenchmark(("BM_conv_" + s.name + "_onednn").c_str(), [s](benchmark::State& st) { run_conv(st, s); })
+        ->Unit(benchmark::kMicrosecond);
+  return 0;
+}();
 
 #else
 
