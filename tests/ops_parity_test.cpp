@@ -494,6 +494,9 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 4, 1, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},      // a 1-wide image
       {1, 1, 28, 28, 6, 5, 5, {1, 1}, {2, 2}, {1, 1}, 1},    // LeNet's first layer
       {2, 6, 14, 14, 16, 5, 5, {1, 1}, {0, 0}, {1, 1}, 1},   // LeNet's second
+      {1, 3, 11, 13, 5, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1},    // stride 1 dilated: direct kernels both ways
+      {1, 7, 9, 37, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},    // channel blocks and a row of 4 vectors and a tail
+      {1, 2, 6, 6, 3, 3, 3, {1, 1}, {3, 3}, {1, 1}, 1},      // padded past the kernel: no direct data gradient
   };
   return cases;
 }

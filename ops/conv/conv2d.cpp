@@ -13,7 +13,10 @@
 // Kernels    both: per image and group, im2col (ops/conv/conv_geom.h; skipped for a 1×1, stride 1,
 //            unpadded kernel, where x is already the matrix) then W_g·cols.
 //            reference: bias broadcast, Eigen's GEMM accumulates, then the activation.
-//            JIT: a bound kernel (engine/jit/kernel.h) runs im2col in C++ and calls the generated
+//            JIT, stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
+//            image, output channels × columns held in registers over channels and taps, bias and
+//            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.
+//            JIT, other strides: a bound kernel (engine/jit/kernel.h) runs im2col in C++ and calls the generated
 //            GEMM (engine/jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
 //            the packed 14×32 otherwise) and an elementwise epilogue (bias per channel, then
 //            the activation's snippet); the images are split into parallel parts.

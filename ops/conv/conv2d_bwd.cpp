@@ -14,7 +14,9 @@
 //            data cols = W_gᵀ·dY then col2im; weight dW_g += dY·colsᵀ. Reference: Eigen's GEMM.
 //            JIT: bound kernels (ops/conv/conv_jit.h) calling the generated GEMM — the weight
 //            gradient's accumulates into dW (beta = 1) image after image, so the sum order is
-//            fixed: one part. The data gradient splits its images into parallel parts.
+//            fixed: one part. The data gradient splits its images into parallel parts; at stride 1
+//            (padding at most (k − 1)·d) it is the direct kernel of ops/conv/conv_direct.h run
+//            on dy with the weights flipped, `f32_conv2d_bwd_data_direct__avx2_6x2`.
 #include <cstring>
 
 #include "ops/conv/conv_geom.h"

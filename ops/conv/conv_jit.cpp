@@ -9,6 +9,7 @@
 #include "engine/jit/act_snippet.h"
 #include "engine/jit/elementwise.h"
 #include "engine/jit/gemm.h"
+#include "ops/conv/conv_direct.h"
 
 namespace nnasm {
 namespace {
@@ -22,8 +23,70 @@ struct ConvKernel {
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
+  KernelFn direct = nullptr;    // the direct kernel (conv_direct.h) instead of im2col + GEMM
+  DirectConv dc{};               // its geometry: forward as g; data gradient with g's roles swapped
   std::vector<std::shared_ptr<const JitKernel>> keep;
 };
+
+// The data gradient of a stride-1 convolution is a stride-1 convolution of dy with the weights
+// flipped in space and their channel roles swapped, padded by (k − 1)·d − p: it takes the direct
+// kernel when that padding is not negative.
+bool direct_data_gradient(const ConvGeom& g) {
+  return direct_conv_applies(g) && g.ph <= (g.kh - 1) * g.dh && g.pw <= (g.kw - 1) * g.dw;
+}
+
+DirectConv direct_geometry(const ConvGeom& g, ConvPass pass) {
+  if (pass == ConvPass::FORWARD) return DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  return DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
+}
+
+void run_direct(KernelFn kernel, const float* xp, const float* w, const float* b, float* y) {
+  const void* in[] = {xp, w, b};
+  void* out[] = {y};
+  const KernelArgs args{in, out, nullptr, nullptr, nullptr, b ? 3 : 2, 1, nullptr, nullptr};
+  kernel(&args);
+}
+
+void forward_direct(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  const float* w = static_cast<const float*>(a->in[1]);
+  const float* b = k.bias ? static_cast<const float*>(a->in[2]) : nullptr;
+  float* y = static_cast<float*>(a->out[0]);
+  float* xp = static_cast<float*>(a->scratch);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  for (int64_t n = k.n0; n < k.n1; ++n)
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
+      run_direct(k.direct, xp, w + grp * g.og() * g.k(), b ? b + grp * g.og() : nullptr,
+                 y + n * out_image + grp * g.og() * g.p());
+    }
+}
+
+void backward_data_direct(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* dy = static_cast<const float*>(a->in[0]);
+  const float* w = static_cast<const float*>(a->in[1]);
+  float* dx = static_cast<float*>(a->out[0]);
+  float* wt = static_cast<float*>(a->scratch);  // [groups][cg][og][kh][kw], flipped
+  float* dyp = wt + (g.o * g.k() + 15) / 16 * 16;
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t o = 0; o < g.og(); ++o)
+      for (int64_t c = 0; c < g.cg(); ++c)
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j)
+            wt[(((grp * g.cg() + c) * g.og() + o) * g.kh + i) * g.kw + j] =
+                w[(((grp * g.og() + o) * g.cg() + c) * g.kh + (g.kh - 1 - i)) * g.kw + (g.kw - 1 - j)];
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  for (int64_t n = k.n0; n < k.n1; ++n)
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      direct_conv_pad(k.dc, dy + n * out_image + grp * g.og() * g.p(), g.ho, g.wo, (g.kh - 1) * g.dh - g.ph,
+                      (g.kw - 1) * g.dw - g.pw, dyp);
+      run_direct(k.direct, dyp, wt + grp * g.k() * g.og(), nullptr, dx + n * image + grp * g.cg() * g.h * g.w);
+    }
+}
 
 GemmJitDesc gemm_desc(const ConvGeom& g, ConvPass pass) {
   GemmJitDesc d;
@@ -153,7 +216,13 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 }
 
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
-  return static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
+  const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
+  size_t direct = 0;
+  if (pass == ConvPass::FORWARD && direct_conv_applies(g))
+    direct = static_cast<size_t>(direct_geometry(g, pass).padded_floats()) * sizeof(float);
+  if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
+    direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass).padded_floats()) * sizeof(float);
+  return std::max(gemm, direct);
 }
 
 int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
@@ -169,6 +238,25 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   k->n0 = g.n * r.part / r.n_parts;
   k->n1 = g.n * (r.part + 1) / r.n_parts;
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
+  const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
+                                      static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
+                                      g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
+                                      r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
+  if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
+    k->dc = direct_geometry(g, pass);
+    if (pass == ConvPass::FORWARD) {
+      k->dc.bias = k->bias;
+      k->dc.act = static_cast<Activation>(r.ins.i(CONV_ACT));
+      k->dc.act_alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+    }
+    Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k->dc, r.isa, cache);
+    if (!direct || !direct.value()) return direct;
+    k->direct = direct.value()->fn();
+    k->keep.push_back(direct.value());
+    const BoundFn fn = pass == ConvPass::FORWARD ? forward_direct : backward_data_direct;
+    const std::string name = pass == ConvPass::FORWARD ? direct.value()->name() : "f32_conv2d_bwd_data" + direct.value()->name().substr(10);
+    return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
+  }
   Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gemm_desc(g, pass), r.isa, cache);
   if (!gemm || !gemm.value()) return gemm;
   k->gemm = gemm.value()->fn();
@@ -183,10 +271,6 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
       name += "+" + e.value()->name().substr(4);  // without the "f32_"
     }
   }
-  const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
-                                      static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
-                                      g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
-                                      r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
   const BoundFn fn = pass == ConvPass::FORWARD ? forward : pass == ConvPass::BACKWARD_DATA ? backward_data : backward_weight;
   return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
 }

@@ -1,0 +1,195 @@
+// The direct stride-1 convolution kernel of conv_direct.h.
+//
+// Register map (AVX2, 16 ymm): acc[o][v] = ymm(o·nv + v) for an ob × nv block of output channels
+// × output vectors; then the tap's nv input vectors and the broadcast weight (after the loop: the
+// activation's temporaries); ymm15 the tail mask when wo is not a multiple of 8. General registers: rX the padded input at
+// the current output row and column block, rW the weights of the current channel block, rY the
+// output row, rB the bias, rXc / rWc the input-channel walk, rCnt its counter, rRow the row
+// counter, rBlk the channel-block counter.
+//
+// Loop nest: channel blocks of ob (a runtime loop, then one shorter block) → output rows (a
+// runtime loop) → column blocks of nv vectors (unrolled) → input channels (a runtime loop) →
+// taps kh × kw (unrolled): nv input loads, ob broadcasts and ob·nv FMAs.
+#include "ops/conv/conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <xbyak/xbyak.h>
+
+#include "engine/jit/act_snippet.h"
+#include "engine/jit/frame.h"
+#include "engine/jit/vecgen.h"
+
+namespace nnasm {
+namespace {
+
+using namespace Xbyak;
+using namespace Xbyak::util;
+
+constexpr int VREGS = 16;
+constexpr int64_t MAX_DISP = int64_t(1) << 30;  // byte offsets the code bakes in stay below this
+
+// The block shape: nv vectors of output columns (of nvec in a row) × ob output channels. In the
+// tap loop the registers hold ob·nv accumulators, the nv input vectors of the tap and one
+// broadcast weight (plus the tail mask); each tap loads nv + ob values for ob·nv FMAs, so the
+// shape with the fewest loads per FMA wins, as long as it has the 8 independent accumulators two
+// FMA pipes of latency 4 need (or all the channels there are). After the loop the input and
+// weight registers serve the activation as temporaries.
+struct Blocking {
+  int nvec, nv, ob;
+  bool tail;
+};
+
+Blocking blocking(const DirectConv& d) {
+  Blocking best{static_cast<int>((d.wo + 7) / 8), 1, 1, d.wo % 8 != 0};
+  const int free = VREGS - (best.tail ? 1 : 0);
+  const int n_tmp = act_snippet(d.act, d.act_alpha).n_tmp;
+  double best_cost = 1e9;
+  for (int nv = 1; nv <= std::min(best.nvec, 4); ++nv) {
+    const int ob = static_cast<int>(std::min<int64_t>(d.og, (free - nv - 1) / nv));
+    if (ob < 1 || free - ob * nv < n_tmp) continue;
+    // Loads per FMA, a block of fewer than 8 accumulators counted as stalling, and the FMAs of
+    // column blocks past the row's vectors wasted.
+    const int col_blocks = (best.nvec + nv - 1) / nv;
+    double cost = static_cast<double>(nv + ob) / (ob * nv);
+    if (ob * nv < 8 && ob < d.og) cost *= 8.0 / (ob * nv);
+    cost *= static_cast<double>(col_blocks * nv) / best.nvec;
+    if (cost < best_cost) best_cost = cost, best.nv = nv, best.ob = ob;
+  }
+  return best;
+}
+
+class Gen {
+ public:
+  Gen(CodeGenerator& g, const DirectConv& d) : g_(g), d_(d), b_(blocking(d)), v_(g, Isa::AVX2) {}
+
+  Status emit() {
+    {
+      Frame f(g_, 6);
+      if (b_.tail) v_.set_tail(static_cast<int>(d_.wo % 8), Ymm(VREGS - 1));
+      f.load_in(rX0, 0);
+      f.load_in(rW, 1);
+      if (d_.bias) f.load_in(rB, 2);
+      f.load_out(rY, 0);
+      const int64_t full = d_.og / b_.ob, rest = d_.og % b_.ob;
+      if (full > 0) {
+        Label top;
+        g_.mov(rBlk, full);
+        g_.L(top);
+        channel_block(b_.ob);
+        g_.dec(rBlk);
+        g_.jnz(top, CodeGenerator::T_NEAR);
+      }
+      if (rest > 0) channel_block(static_cast<int>(rest));
+    }
+    v_.finish();
+    return Status::ok();
+  }
+
+ private:
+  const Reg64 &rX0 = rsi, &rW = rdx, &rY = rcx, &rB = r8, &rX = r9, &rXc = r10, &rWc = r11, &rCnt = rax,
+              &rRow = rbx, &rBlk = rbp, &rYrow = r12;
+
+  int64_t row_bytes() const { return d_.rs() * 4; }
+  int64_t plane_bytes() const { return d_.hp() * row_bytes(); }
+  int64_t taps() const { return d_.kh * d_.kw; }
+  Ymm acc(int o, int v) const { return Ymm(o * b_.nv + v); }
+  // Registers past the accumulators: the tap's input vectors, then the broadcast weight.
+  Ymm spare(int i) const { return Ymm(b_.ob * b_.nv + i); }
+
+  // ob output channels from rW / rY / rB on; leaves them advanced past the block.
+  void channel_block(int ob) {
+    g_.mov(rX, rX0);
+    g_.mov(rYrow, rY);
+    Label row;
+    g_.mov(rRow, d_.ho);
+    g_.L(row);
+    for (int col = 0, left = b_.nvec; left > 0; left -= b_.nv) {
+      const int nv = std::min(b_.nv, left);
+      column_block(ob, nv, col);
+      col += nv;
+    }
+    g_.add(rX, row_bytes());
+    g_.add(rYrow, d_.wo * 4);
+    g_.dec(rRow);
+    g_.jnz(row, CodeGenerator::T_NEAR);
+    g_.add(rW, ob * d_.cg * taps() * 4);
+    g_.add(rY, ob * d_.ho * d_.wo * 4);
+    if (d_.bias) g_.add(rB, ob * 4);
+  }
+
+  // Output vectors [col, col + nv) of the current row for ob channels.
+  void column_block(int ob, int nv, int col) {
+    for (int o = 0; o < ob; ++o)
+      for (int v = 0; v < nv; ++v) {
+        if (d_.bias) v_.broadcast(acc(o, v), ptr[rB + o * 4]);
+        else g_.vxorps(acc(o, v), acc(o, v), acc(o, v));
+      }
+    g_.lea(rXc, ptr[rX + col * 32]);
+    g_.mov(rWc, rW);
+    Label channel;
+    g_.mov(rCnt, d_.cg);
+    g_.L(channel);
+    const Ymm w = spare(nv);
+    for (int64_t i = 0; i < d_.kh; ++i)
+      for (int64_t j = 0; j < d_.kw; ++j) {
+        const int64_t x_off = i * d_.dh * row_bytes() + j * d_.dw * 4;
+        for (int v = 0; v < nv; ++v) g_.vmovups(spare(v), ptr[rXc + x_off + v * 32]);
+        for (int o = 0; o < ob; ++o) {
+          g_.vbroadcastss(w, ptr[rWc + (o * d_.cg * taps() + i * d_.kw + j) * 4]);
+          for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(o, v), w, spare(v));
+        }
+      }
+    g_.add(rXc, plane_bytes());
+    g_.add(rWc, taps() * 4);
+    g_.dec(rCnt);
+    g_.jnz(channel, CodeGenerator::T_NEAR);
+
+    const ActSnippet act = act_snippet(d_.act, d_.act_alpha);
+    std::vector<Xmm> t;
+    for (int i = 0; i < act.n_tmp; ++i) t.push_back(spare(i));
+    for (int o = 0; o < ob; ++o)
+      for (int v = 0; v < nv; ++v) {
+        if (d_.act != Activation::NONE) act.body(v_, acc(o, v), acc(o, v), t);
+        const bool last = col + v == b_.nvec - 1;
+        v_.store(ptr[rYrow + (o * d_.ho * d_.wo + (col + v) * 8) * 4], acc(o, v), last && b_.tail ? v_.tail() : 8);
+      }
+  }
+
+  CodeGenerator& g_;
+  const DirectConv& d_;
+  Blocking b_;
+  VecGen v_;
+};
+
+}  // namespace
+
+bool direct_conv_applies(const ConvGeom& g) {
+  if (g.sh != 1 || g.sw != 1) return false;
+  const DirectConv d{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  // Baked-in offsets: a plane of the padded input, a block of weights, a block of output.
+  return d.padded_floats() * 4 < MAX_DISP && g.o * g.k() * 4 < MAX_DISP && g.o * g.p() * 4 < MAX_DISP &&
+         g.kh * g.kw <= 121;
+}
+
+Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
+  if (isa == Isa::REF) return std::shared_ptr<const JitKernel>();
+  const Blocking b = blocking(d);
+  const std::string name = fmt::format("f32_conv2d_direct{}{}__avx2_{}x{}", d.bias ? "_bias" : "",
+                                       d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)), b.ob,
+                                       b.nv);
+  const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}|{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh,
+                                      d.dw, d.act_alpha);
+  return build_kernel_measured(cache, key, name, size_t(4) << 20, [d](CodeGenerator& g) { return Gen(g, d).emit(); });
+}
+
+void direct_conv_pad(const DirectConv& d, const float* x, int64_t h, int64_t w, int64_t ph, int64_t pw, float* xp) {
+  std::memset(xp, 0, static_cast<size_t>(d.padded_floats()) * sizeof(float));
+  for (int64_t c = 0; c < d.cg; ++c)
+    for (int64_t r = 0; r < h; ++r)
+      std::memcpy(xp + (c * d.hp() + r + ph) * d.rs() + pw, x + (c * h + r) * w, static_cast<size_t>(w) * sizeof(float));
+}
+
+}  // namespace nnasm

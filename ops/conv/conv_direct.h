@@ -1,0 +1,40 @@
+// Direct convolution for stride 1: a generated kernel that reads a zero-padded copy of the input
+// and keeps a block of output channels × output columns in vector registers over every input
+// channel and tap, so that nothing is unrolled into columns (im2col) or packed. It is what small
+// channel counts need (1–16, game and audio models, LeNet), where im2col + GEMM spends more time
+// moving the input than multiplying. The CONV2D forward pass and, with the weights flipped, the
+// data gradient of a stride-1 convolution use it (ops/conv/conv_jit.cpp).
+#pragma once
+#include <cstdint>
+
+#include "engine/activation.h"
+#include "engine/jit/kernel.h"
+#include "ops/conv/conv_geom.h"
+
+namespace nnasm {
+
+// One call of the kernel: one image and group. in[0] the padded input [cg, hp, rs] (`rs` floats a
+// row, zero outside the image; readable up to rs floats past the last row), in[1] the weights
+// [og, cg, kh, kw], in[2] the bias [og] (when `bias`); out[0] y [og, ho, wo].
+struct DirectConv {
+  int64_t cg, og, ho, wo, kh, kw, dh, dw;
+  bool bias = false;
+  Activation act = Activation::NONE;
+  float act_alpha = 0;
+  int64_t hp() const { return ho + (kh - 1) * dh; }
+  int64_t rs() const { return (wo + 7) / 8 * 8 + (kw - 1) * dw; }  // whole vectors of output, plus the taps
+  int64_t padded_floats() const { return cg * hp() * rs() + rs(); }
+};
+
+// Whether the direct kernel takes geometry g (stride 1, sizes its code can address).
+bool direct_conv_applies(const ConvGeom& g);
+// The kernel (AVX2+FMA code, also used at the AVX-512 level: on the CPUs this engine targets a
+// 512-bit FMA gives no more FLOPs, and these blocks fit 16 registers) from `cache`. Null when
+// isa is REF.
+Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache);
+
+// Copies channels [0, cg) of `x` ([cg, h, w]) into `xp` ([cg, hp, rs], zero-filled first) at
+// offset (ph, pw) of each plane.
+void direct_conv_pad(const DirectConv& d, const float* x, int64_t h, int64_t w, int64_t ph, int64_t pw, float* xp);
+
+}  // namespace nnasm
