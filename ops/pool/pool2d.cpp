@@ -21,9 +21,10 @@
 // Kernels    reference only: per output row, the window's taps are folded into the row one tap
 //            at a time (a max or a sum over strided loads, which the compiler vectorizes across
 //            the row); padding is clipped once per tap, not tested per element. No JIT kernel:
-//            a window is a few loads per output and each input element is read about once, so
-//            the op is memory-bound and a generated kernel would run the same loads; pooling is
-//            a small part of a convolutional network's step next to CONV2D's GEMMs.
+//            a window is a few loads per output and, with stride = kernel, each input element
+//            is read once, so the op is memory-bound and a generated kernel would run the same
+//            loads; pooling is a small part of a convolutional network's step next to CONV2D's
+//            GEMMs.
 // Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch; AVGPOOL2D by IEEE
 //            arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
 //            allocate.
