@@ -80,21 +80,16 @@ void avgpool_ref(const KernelArgs* a) {
   const float* x = static_cast<const float*>(a->in[0]);
   float* y = static_cast<float*>(a->out[0]);
   const auto fold = [](float s, float v) { return s + v; };
-  const float full = static_cast<float>(g.kh * g.kw);
   for (int64_t p = 0; p < g.planes(); ++p)
     for (int64_t oy = 0; oy < g.ho; ++oy) {
       float* yr = y + (p * g.ho + oy) * g.wo;
       fold_row(g, x + p * g.h * g.w, oy, 0.f, fold, yr);
-      if (include_pad) {
-        for (int64_t ox = 0; ox < g.wo; ++ox) yr[ox] /= full;
-        continue;
-      }
       int64_t r0, r1;
       g.row_range(oy, &r0, &r1);
       for (int64_t ox = 0; ox < g.wo; ++ox) {
         int64_t c0, c1;
         g.col_range(ox, &c0, &c1);
-        yr[ox] /= static_cast<float>((r1 - r0) * (c1 - c0));
+        yr[ox] /= static_cast<float>(g.divisor(include_pad, r0, r1, c0, c1));
       }
     }
 }

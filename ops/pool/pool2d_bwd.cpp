@@ -39,59 +39,51 @@ Status pool_bwd_shape(const Instruction& ins, const std::vector<TensorType>& in,
   return Status::ok();
 }
 
-void maxpool_bwd_ref(const KernelArgs* a) {
-  const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[1].shape);
-  const float* dy = static_cast<const float*>(a->in[0]);
-  const float* x = static_cast<const float*>(a->in[1]);
-  float* dx = static_cast<float*>(a->out[0]);
+// Zeroes dx, then calls add(base, r0, r1, c0, c1, d) for every output in order: base is the offset
+// of the output's plane in x and dx, [r0, r1) × [c0, c1) its window clipped to the image, d its dy.
+template <class Add>
+void scatter_windows(const PoolGeom& g, const float* dy, float* dx, Add add) {
   const int64_t plane = g.h * g.w;
   std::memset(dx, 0, static_cast<size_t>(g.planes() * plane) * sizeof(float));
-  for (int64_t p = 0; p < g.planes(); ++p) {
-    const float* xp = x + p * plane;
-    float* dxp = dx + p * plane;
-    const float* dyp = dy + p * g.ho * g.wo;
+  for (int64_t p = 0; p < g.planes(); ++p)
     for (int64_t oy = 0; oy < g.ho; ++oy) {
       int64_t r0, r1;
       g.row_range(oy, &r0, &r1);
       for (int64_t ox = 0; ox < g.wo; ++ox) {
         int64_t c0, c1;
         g.col_range(ox, &c0, &c1);
-        int64_t best = r0 * g.w + c0;
-        float m = xp[best];
-        for (int64_t iy = r0; iy < r1; ++iy)
-          for (int64_t ix = c0; ix < c1; ++ix) {
-            const float v = xp[iy * g.w + ix];
-            if (v > m || (v != v && m == m)) m = v, best = iy * g.w + ix;
-          }
-        dxp[best] += dyp[oy * g.wo + ox];
+        add(p * plane, r0, r1, c0, c1, dy[(p * g.ho + oy) * g.wo + ox]);
       }
     }
-  }
+}
+
+void maxpool_bwd_ref(const KernelArgs* a) {
+  const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[1].shape);
+  const float* x = static_cast<const float*>(a->in[1]);
+  float* dx = static_cast<float*>(a->out[0]);
+  scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
+                  [&](int64_t base, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
+                    int64_t best = base + r0 * g.w + c0;
+                    float m = x[best];
+                    for (int64_t iy = r0; iy < r1; ++iy)
+                      for (int64_t ix = c0; ix < c1; ++ix) {
+                        const int64_t i = base + iy * g.w + ix;
+                        if (x[i] > m || (x[i] != x[i] && m == m)) m = x[i], best = i;
+                      }
+                    dx[best] += d;
+                  });
 }
 
 void avgpool_bwd_ref(const KernelArgs* a) {
   const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[1].shape);
   const bool include_pad = a->ins->i(POOL_COUNT_INCLUDE_PAD) != 0;
-  const float* dy = static_cast<const float*>(a->in[0]);
   float* dx = static_cast<float*>(a->out[0]);
-  const int64_t plane = g.h * g.w;
-  std::memset(dx, 0, static_cast<size_t>(g.planes() * plane) * sizeof(float));
-  for (int64_t p = 0; p < g.planes(); ++p) {
-    float* dxp = dx + p * plane;
-    const float* dyp = dy + p * g.ho * g.wo;
-    for (int64_t oy = 0; oy < g.ho; ++oy) {
-      int64_t r0, r1;
-      g.row_range(oy, &r0, &r1);
-      for (int64_t ox = 0; ox < g.wo; ++ox) {
-        int64_t c0, c1;
-        g.col_range(ox, &c0, &c1);
-        const int64_t divisor = include_pad ? g.kh * g.kw : (r1 - r0) * (c1 - c0);
-        const float d = dyp[oy * g.wo + ox] / static_cast<float>(divisor);
-        for (int64_t iy = r0; iy < r1; ++iy)
-          for (int64_t ix = c0; ix < c1; ++ix) dxp[iy * g.w + ix] += d;
-      }
-    }
-  }
+  scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
+                  [&](int64_t base, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
+                    d /= static_cast<float>(g.divisor(include_pad, r0, r1, c0, c1));
+                    for (int64_t iy = r0; iy < r1; ++iy)
+                      for (int64_t ix = c0; ix < c1; ++ix) dx[base + iy * g.w + ix] += d;
+                  });
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ struct PoolGeom {
     *lo = std::max<int64_t>(a, 0);
     *hi = std::min(a + kw, w);
   }
+  // AVGPOOL's divisor for a window clipped to rows [r0, r1) and columns [c0, c1).
+  int64_t divisor(bool include_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    return include_pad ? kh * kw : (r1 - r0) * (c1 - c0);
+  }
   // Output columns [*lo, *hi) whose window tap j (0 ≤ j < kw) reads a column inside the image.
   void tap_cols(int64_t j, int64_t* lo, int64_t* hi) const {
     const int64_t off = j - pw;  // input column = ox·sw + off
