@@ -117,6 +117,13 @@ Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2d
 // activation apply, its names, inits and `bias` do not.
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
 
+// Pooling (NCHW), as PyTorch's max_pool2d / avg_pool2d with ceil_mode=False: kernel, stride and
+// pad are {h, w}; an empty stride is the kernel. Max pads with −inf; count_include_pad says
+// whether padding counts in the average's divisor.
+Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0});
+Var avg_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0},
+               bool count_include_pad = true);
+
 // Binary elementwise (numpy broadcasting)
 Var add(At a, Var b, float alpha = 1, float beta = 1);
 Var sub(At a, Var b);

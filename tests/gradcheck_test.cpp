@@ -199,6 +199,32 @@ Cases conv_cases() {
           conv("act=tanh", {1, 2, 4, 4}, {3, 2, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 1, Activation::TANH))};
 }
 
+// Pooling on x [2,3,5,6]: overlapping and padded windows, and the default stride. Max pooling's
+// inputs are distinct (0.2 apart), so no nudge changes a window's argmax.
+Cases pool_cases(bool max) {
+  struct Geometry {
+    const char* what;
+    std::vector<int64_t> kernel, stride, pad;
+  };
+  const Geometry geoms[] = {{"2x2, stride = kernel", {2, 2}, {}, {0, 0}},
+                            {"3x3 stride 2 pad 1", {3, 3}, {2, 2}, {1, 1}},
+                            {"3x2 stride 1 (overlapping)", {3, 2}, {1, 1}, {1, 0}}};
+  Cases v;
+  for (const Geometry& geo : geoms)
+    for (bool include_pad : {true, false}) {
+      if (max && !include_pad) continue;
+      v.push_back({fmt::format("{}{}", geo.what, include_pad ? "" : " count_include_pad=0"),
+                   [=](Graph& g) {
+                     Var x = g.input("x", {2, 3, 5, 6});
+                     Var y = max ? max_pool2d(x, geo.kernel, geo.stride, geo.pad)
+                                 : avg_pool2d(x, geo.kernel, geo.stride, geo.pad, include_pad);
+                     return Built{y, {x}};
+                   },
+                   max ? distinct("x") : Fill{}});
+    }
+  return v;
+}
+
 // A binary op on inputs a and b of the given shapes.
 GradCase binary(const std::string& what, Shape sa, Shape sb, std::function<Var(Var, Var)> f, Fill fill = {}) {
   return {what,
@@ -269,6 +295,8 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::MATMUL, matmul_cases()},
       {Opcode::LINEAR, linear_cases()},
       {Opcode::CONV2D, conv_cases()},
+      {Opcode::MAXPOOL2D, pool_cases(true)},
+      {Opcode::AVGPOOL2D, pool_cases(false)},
       {Opcode::ADD,
        {binary("[3,4]+[4] alpha=0.5 beta=-2", {3, 4}, {4}, [](Var a, Var b) { return add(a, b, 0.5f, -2.f); }),
         binary("[2,3]+[]", {2, 3}, {}, [](Var a, Var b) { return a + b; })}},
@@ -435,7 +463,8 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
   }
   // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
   for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::ADVANCE, Opcode::LR_SCHEDULE,
-                    Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW, Opcode::RMSPROP})
+                    Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW, Opcode::RMSPROP,
+                    Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
   EXPECT_GE(ops_with_rules().size(), 39u);

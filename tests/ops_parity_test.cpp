@@ -571,6 +571,11 @@ void cases_conv2d_bwd_weight(ParityRun& r) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Pooling
+
+#include "tests/parity_cases_pool.h"
+
+// ---------------------------------------------------------------------------------------------
 // Along one axis
 
 int axis_ref(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
@@ -1341,6 +1346,10 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CONV2D, cases_conv2d},
       {Opcode::CONV2D_BWD_DATA, cases_conv2d_bwd_data},
       {Opcode::CONV2D_BWD_WEIGHT, cases_conv2d_bwd_weight},
+      {Opcode::MAXPOOL2D, cases_maxpool2d},
+      {Opcode::AVGPOOL2D, cases_avgpool2d},
+      {Opcode::MAXPOOL2D_BWD, cases_maxpool2d_bwd},
+      {Opcode::AVGPOOL2D_BWD, cases_avgpool2d_bwd},
       {Opcode::ADD, cases_add},
       {Opcode::SUB, cases_sub},
       {Opcode::MUL, cases_mul},
@@ -1830,6 +1839,10 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::CONV2D: return {{Shape{2, 3, 5, 5}, Shape{4, 3, 3, 3}, Shape{4}}, {}};
     case Opcode::CONV2D_BWD_DATA: return {{Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}, Shape{2, 3, 5, 5}}, {}};
     case Opcode::CONV2D_BWD_WEIGHT: return {{Shape{2, 3, 5, 5}, Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}}, {}};
+    case Opcode::MAXPOOL2D:
+    case Opcode::AVGPOOL2D: return {{Shape{2, 3, 5, 5}}, {imm_ints("kernel", {2, 2})}};
+    case Opcode::MAXPOOL2D_BWD:
+    case Opcode::AVGPOOL2D_BWD: return {{Shape{2, 3, 2, 2}, Shape{2, 3, 5, 5}}, {imm_ints("kernel", {2, 2})}};
     case Opcode::RESHAPE: return {{Shape{3, 4}}, {imm_ints("shape", {12})}};
     case Opcode::TRANSPOSE: return {{Shape{3, 4}}, {imm_ints("perm", {1, 0})}};
     case Opcode::SLICE: return {{Shape{3, 4}}, {imm_i("axis", 0), imm_i("start", 0), imm_i("end", 2)}};

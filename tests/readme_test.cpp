@@ -27,7 +27,12 @@ std::string ops_table_from_def(const std::string& def) {
     if (!std::regex_match(line, m, row)) continue;
     const std::string n_in = m[3] == "-1" ? "1+" : m[3].str();
     std::string imm = m[5].str();
-    for (size_t p; (p = imm.find(',')) != std::string::npos;) imm.replace(p, 1, " ");
+    // Immediates are separated by spaces; a list default keeps its commas ([0,0]).
+    int depth = 0;
+    for (size_t p = 0; p < imm.size(); ++p) {
+      depth += imm[p] == '[' ? 1 : imm[p] == ']' ? -1 : 0;
+      if (imm[p] == ',' && depth == 0) imm[p] = ' ';
+    }
     for (size_t p; (p = imm.find('|')) != std::string::npos;) imm.replace(p, 1, "/");
     t += fmt::format("| {} | `{}` | {} | {} | {} |\n", m[1].str(), m[2].str(), n_in, imm.empty() ? "" : "`" + imm + "`",
                      m[6].str());

@@ -128,6 +128,30 @@ TEST(NoAlloc, ReferenceCalcAllocatesNothing) {
   EXPECT_TRUE(std::isfinite(ex.value()->tensor("y")->f32()[0]));
 }
 
+TEST(NoAlloc, PoolingAndItsGradientsAllocateNothing) {
+  SKIP_UNLESS_COUNTING();
+  // Both pooling ops and both backward ops (a padded, overlapping average among them) in a
+  // training step.
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {4, 1, 12, 12});
+  Var labels = g.input("labels", {4}, DType::I32);
+  Conv2dOptions o;
+  o.act = Activation::RELU;
+  Var h = avg_pool2d(max_pool2d(conv2d(x, 3, {3, 3}, o), {2, 2}), {3, 3}, {2, 2}, {1, 1}, false);  // [4,3,3,3]
+  g.output(softmax_ce(linear(reshape(h, {4, 27}), 5), labels), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01)));
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  for (int i = 0; i < 4 * 144; ++i) ex.value()->tensor("x")->f32()[i] = 0.01f * static_cast<float>(i % 97);
+  for (int i = 0; i < 4; ++i) ex.value()->tensor("labels")->i32()[i] = i;
+  ex.value()->train_step();
+  EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 3; ++i) ex.value()->train_step(); }), 0);
+  EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
+}
+
 TEST(NoAlloc, LargeGemmsUseThePreparedScratch) {
   SKIP_UNLESS_COUNTING();
   // Big enough that Eigen would take its packing blocks from malloc if we did not hand them over.

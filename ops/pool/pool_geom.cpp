@@ -1,0 +1,60 @@
+// Pooling geometry and shape checks.
+#include "ops/pool/pool_geom.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "isa/program.h"
+#include "ops/op.h"
+
+namespace nnasm {
+
+namespace {
+
+// Immediate k as an [h, w] pair of sizes no tensor exceeds (so no sum below overflows), or the
+// error that says why it is not one.
+Status pair_of(const Instruction& ins, int k) {
+  const std::vector<int64_t>& v = ins.ints(k);
+  const char *op = ins.info().mnemonic, *key = ins.info().imms[k].key.c_str();
+  if (v.size() != 2) return Status::errorf("{}: {} must have 2 entries [h, w], got [{}]", op, key, fmt::join(v, ","));
+  for (int64_t e : v)
+    if (e > MAX_TENSOR_ELEMENTS) return Status::errorf("{}: {} [{}] is too large", op, key, fmt::join(v, ","));
+  return Status::ok();
+}
+
+}  // namespace
+
+PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
+  PoolGeom g{};
+  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
+  const std::vector<int64_t>&k = ins.ints(POOL_KERNEL), &s = ins.ints(POOL_STRIDE), &p = ins.ints(POOL_PAD);
+  g.kh = k[0], g.kw = k[1];
+  g.sh = s[0] ? s[0] : k[0];
+  g.sw = s[1] ? s[1] : k[1];
+  g.ph = p[0], g.pw = p[1];
+  g.ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  g.wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  return g;
+}
+
+Status pool_geom(const Instruction& ins, const TensorType& x, int x_k, PoolGeom* out) {
+  const char* op = ins.info().mnemonic;
+  if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
+  for (int k : {POOL_KERNEL, POOL_STRIDE, POOL_PAD}) NNASM_TRY(pair_of(ins, k));
+  const std::vector<int64_t>&k = ins.ints(POOL_KERNEL), &s = ins.ints(POOL_STRIDE), &p = ins.ints(POOL_PAD);
+  if (k[0] < 1 || k[1] < 1) return Status::errorf("{}: kernel must be at least 1, got [{}]", op, fmt::join(k, ","));
+  const bool stride_is_kernel = s[0] == 0 && s[1] == 0;
+  if (!stride_is_kernel && (s[0] < 1 || s[1] < 1))
+    return Status::errorf("{}: stride must be at least 1 (or [0,0], the kernel), got [{}]", op, fmt::join(s, ","));
+  if (p[0] < 0 || p[1] < 0) return Status::errorf("{}: pad must be at least 0, got [{}]", op, fmt::join(p, ","));
+  // As PyTorch: a window must hold at least one element of the image.
+  if (2 * p[0] > k[0] || 2 * p[1] > k[1])
+    return Status::errorf("{}: pad [{}] must be at most half the kernel [{}]", op, fmt::join(p, ","), fmt::join(k, ","));
+  if (x.shape[2] + 2 * p[0] < k[0] || x.shape[3] + 2 * p[1] < k[1])
+    return Status::errorf("{}: a {}x{} kernel does not fit input {} padded by [{}]", op, k[0], k[1],
+                          operand_str(ins, x_k, x), fmt::join(p, ","));
+  *out = pool_geom_unchecked(ins, x.shape);
+  return Status::ok();
+}
+
+}  // namespace nnasm

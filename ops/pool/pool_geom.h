@@ -1,0 +1,54 @@
+// The geometry the pooling instructions share (MAXPOOL2D, AVGPOOL2D and their _BWD ops): sizes
+// from x's type and the immediates kernel, stride, pad (the first three of each, then AVGPOOL's
+// count_include_pad), the shape checks with their messages, and the clipping of a window to the
+// image. Output (oy, ox) pools the window of rows [oy·sh − ph, oy·sh − ph + kh) and columns
+// [ox·sw − pw, ox·sw − pw + kw), the part outside the image being padding (PyTorch's pooling,
+// ceil_mode=False).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/status.h"
+#include "isa/instruction.h"
+
+namespace nnasm {
+
+// Immediate positions shared by the four pooling ops (POOL_COUNT_INCLUDE_PAD: the AVGPOOLs only).
+enum PoolImm { POOL_KERNEL, POOL_STRIDE, POOL_PAD, POOL_COUNT_INCLUDE_PAD };
+
+struct PoolGeom {
+  int64_t n, c, h, w;   // input
+  int64_t kh, kw, sh, sw, ph, pw;
+  int64_t ho, wo;       // output
+  int64_t planes() const { return n * c; }
+  // The rows [*lo, *hi) of the image that output row oy's window covers (never empty: pad is at
+  // most half the kernel); the same for columns with col_range.
+  void row_range(int64_t oy, int64_t* lo, int64_t* hi) const {
+    const int64_t a = oy * sh - ph;
+    *lo = std::max<int64_t>(a, 0);
+    *hi = std::min(a + kh, h);
+  }
+  void col_range(int64_t ox, int64_t* lo, int64_t* hi) const {
+    const int64_t a = ox * sw - pw;
+    *lo = std::max<int64_t>(a, 0);
+    *hi = std::min(a + kw, w);
+  }
+  // AVGPOOL's divisor for a window clipped to rows [r0, r1) and columns [c0, c1).
+  int64_t divisor(bool include_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    return include_pad ? kh * kw : (r1 - r0) * (c1 - c0);
+  }
+  // Output columns [*lo, *hi) whose window tap j (0 ≤ j < kw) reads a column inside the image.
+  void tap_cols(int64_t j, int64_t* lo, int64_t* hi) const {
+    const int64_t off = j - pw;  // input column = ox·sw + off
+    *lo = std::min(wo, off >= 0 ? 0 : (-off + sw - 1) / sw);
+    *hi = std::max(*lo, std::min(wo, w - off > 0 ? (w - off + sw - 1) / sw : 0));
+  }
+};
+
+// The geometry of input x (operand x_k, for messages) under ins's immediates, or an error naming
+// the immediate or operand at fault.
+Status pool_geom(const Instruction& ins, const TensorType& x, int x_k, PoolGeom* g);
+// The same for a kernel: the shape is already checked.
+PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x);
+
+}  // namespace nnasm

@@ -1,0 +1,134 @@
+// Pooling beyond the parity and gradient tables: what the shell functions record (the default
+// stride is the kernel), the listing of a pooling program round-trips, a LeNet-5 shaped network
+// trains through MAXPOOL2D_BWD, and autodiff refuses to differentiate the _BWD ops by name.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/autodiff.h"
+#include "engine/executor.h"
+#include "engine/optimizer.h"
+#include "serialize/listing.h"
+#include "shell/shell.h"
+
+namespace nnasm {
+namespace {
+
+TEST(Pool, ShellRecordsTheKernelAsTheDefaultStride) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3, 7, 7});
+  g.output(max_pool2d(x, {2, 2}), "m");
+  g.output(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, false), "a");
+  g.output(avg_pool2d(x, {3, 2}, {1, 1}), "b");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const std::string text = program_print(p);
+  EXPECT_NE(text.find("MAXPOOL2D    %x -> %m  kernel=[2,2] stride=[2,2] pad=[0,0]  ; f32[2,3,3,3]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("AVGPOOL2D    %x -> %a  kernel=[3,3] stride=[2,2] pad=[1,1] count_include_pad=0  ; f32[2,3,4,4]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kernel=[3,2] stride=[1,1] pad=[0,0] count_include_pad=1  ; f32[2,3,5,6]"), std::string::npos)
+      << text;
+  // The listing parses back to itself.
+  Context ctx2;
+  Program q(ctx2);
+  ASSERT_TRUE(program_parse(text, "pool.nnasm", &q));
+  EXPECT_EQ(program_print(q), text);
+}
+
+TEST(Pool, ShellErrorsNameTheCallerAndTheProblem) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {1, 3, 4, 4});
+  const int line = __LINE__ + 1;
+  EXPECT_FALSE(max_pool2d(x, {5, 5}).valid());
+  const std::string& m = g.status().message();
+  EXPECT_NE(m.find("pool_test.cpp:" + std::to_string(line) + ": error: MAXPOOL2D: a 5x5 kernel does not fit input"),
+            std::string::npos)
+      << m;
+
+  Program q(ctx);
+  Graph h(q);
+  Var y = h.input("y", {1, 3, 8, 8});
+  EXPECT_FALSE(avg_pool2d(y, {2, 2}, {}, {2, 2}).valid());
+  EXPECT_NE(h.status().message().find("AVGPOOL2D: pad [2,2] must be at most half the kernel [2,2]"), std::string::npos)
+      << h.status().message();
+}
+
+// LeNet-5 as the Fashion-MNIST sample builds it: two convolutions, each followed by 2x2 max
+// pooling, then three linear layers. Twenty Adam steps on one batch cut its loss by far more
+// than half (it falls smoothly: the pooling gradients point the right way).
+TEST(Pool, LeNetShapedNetworkTrainsThroughMaxPooling) {
+  Context ctx(7);
+  Program p(ctx);
+  Graph g(p);
+  const int64_t n = 8;
+  Var x = g.input("x", {n, 1, 28, 28});
+  Var labels = g.input("labels", {n}, DType::I32);
+  Conv2dOptions c1;
+  c1.pad = {2, 2};
+  c1.act = Activation::RELU;
+  Conv2dOptions c2;
+  c2.act = Activation::RELU;
+  Var h = max_pool2d(conv2d(x, 6, {5, 5}, c1), {2, 2});  // [n,6,14,14]
+  h = max_pool2d(conv2d(h, 16, {5, 5}, c2), {2, 2});     // [n,16,5,5]
+  LinearOptions relu_opt;
+  relu_opt.act = Activation::RELU;
+  Var z = linear(linear(linear(reshape(h, {n, 400}), 120, relu_opt), 84, relu_opt), 10);
+  g.output(softmax_ce(z, labels), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  ASSERT_TRUE(make_trainable(p, p.find("loss"), adam(2e-3)));
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+
+  const Program& run = ex.value()->program();
+  int fwd = 0, bwd = 0;
+  for (size_t i = 0; i < run.code().size(); ++i) {
+    const Opcode op = run.code()[i].op;
+    if (op == Opcode::MAXPOOL2D || op == Opcode::MAXPOOL2D_BWD) {
+      (op == Opcode::MAXPOOL2D ? fwd : bwd)++;
+      EXPECT_STREQ(ex.value()->kernel_name(i), "ref");  // reference only, as the op file says
+    }
+  }
+  EXPECT_EQ(fwd, 2);
+  EXPECT_EQ(bwd, 2);
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0, 1);
+  Tensor* xt = ex.value()->tensor("x");
+  for (int64_t i = 0; i < xt->numel(); ++i) xt->f32()[i] = u(rng);
+  for (int64_t i = 0; i < n; ++i) ex.value()->tensor("labels")->i32()[i] = static_cast<int32_t>(i % 10);
+  ex.value()->train_step();
+  const float first = ex.value()->tensor("loss")->f32()[0];
+  float last = first;
+  for (int step = 0; step < 20; ++step) {
+    ex.value()->train_step();
+    last = ex.value()->tensor("loss")->f32()[0];
+  }
+  ASSERT_TRUE(std::isfinite(first));
+  EXPECT_LT(last, 0.25f * first) << "first " << first << ", last " << last;
+}
+
+TEST(Pool, BackwardOpsHaveNoGradientAndSaySo) {
+  for (Opcode op : {Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD}) {
+    Context ctx;
+    Program p(ctx);
+    Graph g(p);
+    Var dy = g.input("dy", {1, 2, 2, 2}), x = g.input("x", {1, 2, 4, 4});
+    Var dx = g.record(op, {dy, x}, {{"kernel", imm_ints({2, 2})}}, Loc::here());
+    Var y = reduce_sum(reshape(dx, {32}));
+    ASSERT_TRUE(g.status()) << g.status().message();
+    const Result<std::vector<TensorId>> r = grad(p, y.id(), {dy.id()});
+    ASSERT_FALSE(r.is_ok());
+    const std::string& m = r.status().message();
+    EXPECT_NE(m.find(std::string("(") + op_info(op).mnemonic + " -> "), std::string::npos) << m;
+    EXPECT_NE(m.find("has no backward rule"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace nnasm
