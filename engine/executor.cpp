@@ -2,6 +2,7 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -150,6 +151,18 @@ void Executor::run(Section sec) {
       if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
       else s.fn(&s.args);
     }
+  }
+  if (sec == Section::FORWARD) ++state_.run_index;
+}
+
+void Executor::run_timed(Section sec, double* seconds) {
+  const auto [b, e] = sections_[static_cast<int>(sec)];
+  for (size_t i = b; i < e; ++i) {
+    const Step& s = steps_[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
+    else s.fn(&s.args);
+    seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   if (sec == Section::FORWARD) ++state_.run_index;
 }
