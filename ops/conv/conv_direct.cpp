@@ -164,7 +164,110 @@ class Gen {
   VecGen v_;
 };
 
+// The weight gradient (direct_weight_kernel). Register map: acc[o][j] = ymm(o·kw + j) for ob
+// output channels × kw taps of one kernel row i; then ob dy vectors, the input vector of the
+// current tap (loaded once for the ob FMAs; masked on the row's tail) and ymm15 the tail mask. Loop nest: channel blocks of ob (runtime, then one
+// shorter block) → input channels (runtime) → kernel rows i (unrolled) → output rows (runtime) →
+// output vectors (unrolled): ob dy loads, then per tap one input load and ob FMAs.
+class WeightGen {
+ public:
+  WeightGen(CodeGenerator& g, const DirectConv& d) : g_(g), d_(d), v_(g, Isa::AVX2) {
+    nvec_ = static_cast<int>((d.wo + 7) / 8);
+    tail_ = static_cast<int>(d.wo % 8);
+    ob_ = static_cast<int>(std::clamp<int64_t>((VREGS - 2) / (d.kw + 1), 1, d.og));
+  }
+
+  Status emit() {
+    {
+      Frame f(g_, 3);
+      if (tail_) v_.set_tail(tail_, Ymm(VREGS - 1));
+      f.load_in(rX0, 0);
+      f.load_in(rDy, 1);
+      f.load_out(rAcc, 0);
+      const int64_t full = d_.og / ob_, rest = d_.og % ob_;
+      if (full > 0) {
+        Label top;
+        g_.mov(rBlk, full);
+        g_.L(top);
+        channel_block(ob_);
+        g_.dec(rBlk);
+        g_.jnz(top, CodeGenerator::T_NEAR);
+      }
+      if (rest > 0) channel_block(static_cast<int>(rest));
+    }
+    v_.finish();
+    return Status::ok();
+  }
+
+ private:
+  const Reg64 &rX0 = rsi, &rDy = rdx, &rAcc = rcx, &rXc = r8, &rAccC = r9, &rXr = r10, &rDyr = r11, &rCnt = rax,
+              &rRow = rbx, &rBlk = rbp, &rI = r12;
+
+  int64_t row_bytes() const { return d_.rs() * 4; }
+  int64_t taps() const { return d_.kh * d_.kw; }
+  Ymm acc(int o, int64_t j) const { return Ymm(static_cast<int>(o * d_.kw + j)); }
+  Ymm dyv(int o) const { return Ymm(static_cast<int>(ob_ * d_.kw) + o); }
+  Ymm xv_reg() const { return Ymm(static_cast<int>(ob_ * d_.kw + ob_)); }
+  int64_t acc_offset(int o, int64_t i, int64_t j) const { return ((o * d_.cg * d_.kh + i) * d_.kw + j) * 32; }
+
+  void channel_block(int ob) {
+    g_.mov(rXc, rX0);
+    g_.mov(rAccC, rAcc);
+    Label channel;
+    g_.mov(rCnt, d_.cg);
+    g_.L(channel);
+    for (int64_t i = 0; i < d_.kh; ++i) kernel_row(ob, i);
+    g_.add(rXc, d_.hp() * row_bytes());
+    g_.add(rAccC, taps() * 32);
+    g_.dec(rCnt);
+    g_.jnz(channel, CodeGenerator::T_NEAR);
+    g_.add(rDy, ob * d_.ho * d_.wo * 4);
+    g_.add(rAcc, ob * d_.cg * taps() * 32);
+  }
+
+  void kernel_row(int ob, int64_t i) {
+    for (int o = 0; o < ob; ++o)
+      for (int64_t j = 0; j < d_.kw; ++j) g_.vmovups(acc(o, j), ptr[rAccC + acc_offset(o, i, j)]);
+    g_.lea(rXr, ptr[rXc + i * d_.dh * row_bytes()]);
+    g_.mov(rDyr, rDy);
+    Label row;
+    g_.mov(rRow, d_.ho);
+    g_.L(row);
+    for (int xv = 0; xv < nvec_; ++xv) {
+      const int lanes = xv == nvec_ - 1 && tail_ ? tail_ : 8;
+      for (int o = 0; o < ob; ++o) v_.load(dyv(o), ptr[rDyr + (o * d_.ho * d_.wo + xv * 8) * 4], lanes);
+      for (int64_t j = 0; j < d_.kw; ++j) {
+        v_.load(xv_reg(), ptr[rXr + xv * 32 + j * d_.dw * 4], lanes);
+        for (int o = 0; o < ob; ++o) g_.vfmadd231ps(acc(o, j), dyv(o), xv_reg());
+      }
+    }
+    g_.add(rXr, row_bytes());
+    g_.add(rDyr, d_.wo * 4);
+    g_.dec(rRow);
+    g_.jnz(row, CodeGenerator::T_NEAR);
+    for (int o = 0; o < ob; ++o)
+      for (int64_t j = 0; j < d_.kw; ++j) g_.vmovups(ptr[rAccC + acc_offset(o, i, j)], acc(o, j));
+  }
+
+  CodeGenerator& g_;
+  const DirectConv& d_;
+  VecGen v_;
+  int nvec_, tail_, ob_;
+};
+
 }  // namespace
+
+bool direct_weight_applies(const ConvGeom& g) {
+  return direct_conv_applies(g) && (g.wo + 7) / 8 <= 16 && g.kw <= 13 && g.o * g.k() * 32 < MAX_DISP;
+}
+
+Result<std::shared_ptr<const JitKernel>> direct_weight_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
+  if (isa == Isa::REF) return std::shared_ptr<const JitKernel>();
+  const int ob = static_cast<int>(std::clamp<int64_t>((VREGS - 2) / (d.kw + 1), 1, d.og));
+  const std::string name = fmt::format("f32_conv2d_bwd_weight_direct__avx2_{}x{}", ob, d.kw);
+  const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh, d.dw);
+  return build_kernel_measured(cache, key, name, size_t(4) << 20, [d](CodeGenerator& g) { return WeightGen(g, d).emit(); });
+}
 
 bool direct_conv_applies(const ConvGeom& g) {
   if (g.sh != 1 || g.sw != 1) return false;

@@ -28,10 +28,19 @@ struct DirectConv {
 
 // Whether the direct kernel takes geometry g (stride 1, sizes its code can address).
 bool direct_conv_applies(const ConvGeom& g);
+// Whether the direct weight-gradient kernel takes it (the same, and rows of at most 16 vectors,
+// whose loop it unrolls).
+bool direct_weight_applies(const ConvGeom& g);
 // The kernel (AVX2+FMA code, also used at the AVX-512 level: on the CPUs this engine targets a
 // 512-bit FMA gives no more FLOPs, and these blocks fit 16 registers) from `cache`. Null when
 // isa is REF.
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache);
+
+// The weight gradient of one image and group: in[0] the padded input as above, in[1] dy
+// [og, ho, wo]; out[0] partial sums [og, cg, kh, kw][8] (one vector per weight), which the kernel
+// adds to: dw[o, c, i, j] is the sum of the 8 lanes after the last image. Lanes past wo multiply
+// zeros (dy and x are loaded masked), so a non-finite input lands only where it belongs.
+Result<std::shared_ptr<const JitKernel>> direct_weight_kernel(const DirectConv& d, Isa isa, KernelCache& cache);
 
 // Copies channels [0, cg) of `x` ([cg, h, w]) into `xp` ([cg, hp, rs], zero-filled first) at
 // offset (ph, pw) of each plane.

@@ -36,7 +36,7 @@ bool direct_data_gradient(const ConvGeom& g) {
 }
 
 DirectConv direct_geometry(const ConvGeom& g, ConvPass pass) {
-  if (pass == ConvPass::FORWARD) return DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  if (pass != ConvPass::BACKWARD_DATA) return DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
   return DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
 }
 
@@ -62,6 +62,31 @@ void forward_direct(const KernelArgs* a, const void* data) {
       run_direct(k.direct, xp, w + grp * g.og() * g.k(), b ? b + grp * g.og() : nullptr,
                  y + n * out_image + grp * g.og() * g.p());
     }
+}
+
+// dw from per-weight vector sums over every image (fixed order: images, then the 8 lanes).
+void backward_weight_direct(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  const float* dy = static_cast<const float*>(a->in[1]);
+  float* dw = static_cast<float*>(a->out[0]);
+  float* sums = static_cast<float*>(a->scratch);  // [o, k][8]
+  float* xp = sums + g.o * g.k() * 8;
+  std::memset(sums, 0, static_cast<size_t>(g.o * g.k() * 8) * sizeof(float));
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
+      const void* in[] = {xp, dy + n * out_image + grp * g.og() * g.p()};
+      void* out[] = {sums + grp * g.og() * g.k() * 8};
+      const KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, nullptr, nullptr};
+      k.direct(&args);
+    }
+  for (int64_t e = 0; e < g.o * g.k(); ++e) {
+    const float* l = sums + e * 8;
+    dw[e] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  }
 }
 
 void backward_data_direct(const KernelArgs* a, const void* data) {
@@ -222,6 +247,8 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
     direct = static_cast<size_t>(direct_geometry(g, pass).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
     direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass).padded_floats()) * sizeof(float);
+  if (pass == ConvPass::BACKWARD_WEIGHT && direct_weight_applies(g))
+    direct = static_cast<size_t>(g.o * g.k() * 8 + direct_geometry(g, ConvPass::FORWARD).padded_floats()) * sizeof(float);
   return std::max(gemm, direct);
 }
 
@@ -256,6 +283,15 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     const BoundFn fn = pass == ConvPass::FORWARD ? forward_direct : backward_data_direct;
     const std::string name = pass == ConvPass::FORWARD ? direct.value()->name() : "f32_conv2d_bwd_data" + direct.value()->name().substr(10);
     return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
+  }
+  if (pass == ConvPass::BACKWARD_WEIGHT && direct_weight_applies(g)) {
+    k->dc = direct_geometry(g, pass);
+    Result<std::shared_ptr<const JitKernel>> direct = direct_weight_kernel(k->dc, r.isa, cache);
+    if (!direct || !direct.value()) return direct;
+    k->direct = direct.value()->fn();
+    k->keep.push_back(direct.value());
+    const std::string name = direct.value()->name();
+    return cache.get(key, [&] { return build_bound_kernel(name, backward_weight_direct, std::shared_ptr<const void>(k)); });
   }
   Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gemm_desc(g, pass), r.isa, cache);
   if (!gemm || !gemm.value()) return gemm;

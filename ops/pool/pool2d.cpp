@@ -47,8 +47,9 @@ Status pool_shape(const Instruction& ins, const std::vector<TensorType>& in, std
 
 // y row oy of one plane: the row starts at `init` and takes in the window's taps in row-major
 // window order, each through `fold(acc, v)`; padding taps are skipped.
-template <class Fold>
-void fold_row(const PoolGeom& g, const float* x, int64_t oy, float init, Fold fold, float* yr) {
+template <int64_t SW, class Fold>
+void fold_row_sw(const PoolGeom& g, const float* x, int64_t oy, float init, Fold fold, float* yr) {
+  const int64_t sw = SW > 0 ? SW : g.sw;
   for (int64_t ox = 0; ox < g.wo; ++ox) yr[ox] = init;
   int64_t r0, r1;
   g.row_range(oy, &r0, &r1);
@@ -57,10 +58,19 @@ void fold_row(const PoolGeom& g, const float* x, int64_t oy, float init, Fold fo
     for (int64_t j = 0; j < g.kw; ++j) {
       int64_t c0, c1;
       g.tap_cols(j, &c0, &c1);
-      const int64_t off = j - g.pw, sw = g.sw;
-      for (int64_t ox = c0; ox < c1; ++ox) yr[ox] = fold(yr[ox], xr[ox * sw + off]);
+      const float* xt = xr + j - g.pw;
+      for (int64_t ox = c0; ox < c1; ++ox) yr[ox] = fold(yr[ox], xt[ox * sw]);
     }
   }
+}
+
+// The column stride as a constant for the common strides, so that g++ vectorizes the tap loop
+// (strided loads become shuffles); any other stride runs the same loop with it as a variable.
+template <class Fold>
+void fold_row(const PoolGeom& g, const float* x, int64_t oy, float init, Fold fold, float* yr) {
+  if (g.sw == 1) fold_row_sw<1>(g, x, oy, init, fold, yr);
+  else if (g.sw == 2) fold_row_sw<2>(g, x, oy, init, fold, yr);
+  else fold_row_sw<0>(g, x, oy, init, fold, yr);
 }
 
 void maxpool_ref(const KernelArgs* a) {
