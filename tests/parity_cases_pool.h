@@ -25,6 +25,8 @@ const std::vector<PoolCase>& pool_cases() {
       {{2, 1, 5, 4}, {2, 2}, {2, 1}, {1, 0}},       // pad along one axis only
       {{4, 6, 28, 28}, {2, 2}, {}, {}},             // LeNet's first pooling
       {{3, 16, 10, 10}, {2, 2}, {2, 2}, {}},        // LeNet's second
+      {{1, 2, 5, 21}, {2, 3}, {1, 1}, {}},          // the JIT at stride 1: three vectors, a tail of 3
+      {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}},          // the JIT at stride 2 with an odd kernel
   };
   return cases;
 }

@@ -18,13 +18,14 @@
 //            argmax is recomputed from x rather than kept as a second output).
 //            AVGPOOL2D: dx = AVGPOOL2D_BWD(dy, x), each dy / divisor to every image element of
 //            its window. Both in ops/pool/pool2d_bwd.cpp.
-// Kernels    reference only: per output row, the window's taps are folded into the row one tap
-//            at a time (a max or a sum over strided loads, which the compiler vectorizes across
-//            the row); padding is clipped once per tap, not tested per element. No JIT kernel:
-//            a window is a few loads per output and, with stride = kernel, each input element
-//            is read once, so the op is memory-bound and a generated kernel would run the same
-//            loads; pooling is a small part of a convolutional network's step next to CONV2D's
-//            GEMMs.
+// Kernels    reference: per output row, the window's taps are folded into the row one tap at a
+//            time (a max or a sum over strided loads); padding is clipped once per tap, not
+//            tested per element. JIT (ops/pool/pool_jit.h), unpadded windows at column stride 1
+//            or 2: 8 outputs per vector, the taps unrolled, stride-2 columns deinterleaved by
+//            shuffles, folded in the reference's order with its NaN rule, so bitwise equal to
+//            it: `f32_maxpool2d__avx2_2x2s2`; the planes split into parallel parts. Padded
+//            windows and other strides run the reference (the reference's short per-tap rows
+//            cost ~1 ns per input there).
 // Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch; AVGPOOL2D by IEEE
 //            arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
 //            allocate.
@@ -33,6 +34,7 @@
 
 #include "ops/op.h"
 #include "ops/pool/pool_geom.h"
+#include "ops/pool/pool_jit.h"
 
 namespace nnasm {
 namespace {
@@ -78,7 +80,7 @@ void maxpool_ref(const KernelArgs* a) {
   const float* x = static_cast<const float*>(a->in[0]);
   float* y = static_cast<float*>(a->out[0]);
   // Takes v when larger, and any NaN, so NaN sticks once in.
-  const auto fold = [](float m, float v) { return v > m || v != v ? v : m; };
+  const auto fold = [](float m, float v) { return (v > m) | (v != v) ? v : m; };
   for (int64_t p = 0; p < g.planes(); ++p)
     for (int64_t oy = 0; oy < g.ho; ++oy)
       fold_row(g, x + p * g.h * g.w, oy, -std::numeric_limits<float>::infinity(), fold, y + (p * g.ho + oy) * g.wo);
@@ -123,9 +125,19 @@ Status avgpool_grad(GradBuilder& b, const Instruction& ins, const std::vector<Te
   return b.status();
 }
 
+Result<std::shared_ptr<const JitKernel>> maxpool_jit(const JitRequest& r, KernelCache& cache) {
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), true, r.isa, r.part, r.n_parts, cache);
+}
+
+Result<std::shared_ptr<const JitKernel>> avgpool_jit(const JitRequest& r, KernelCache& cache) {
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), false, r.isa, r.part, r.n_parts, cache);
+}
+
+int pool_parts(const JitRequest& r, int threads) { return pool_jit_parts(pool_geom_unchecked(r.ins, r.in[0].shape), threads); }
+
 }  // namespace
 
-OpHooks op_hooks_MAXPOOL2D() { return {pool_shape, maxpool_ref, nullptr, maxpool_grad}; }
-OpHooks op_hooks_AVGPOOL2D() { return {pool_shape, avgpool_ref, nullptr, avgpool_grad}; }
+OpHooks op_hooks_MAXPOOL2D() { return {pool_shape, maxpool_ref, nullptr, maxpool_grad, maxpool_jit, pool_parts}; }
+OpHooks op_hooks_AVGPOOL2D() { return {pool_shape, avgpool_ref, nullptr, avgpool_grad, avgpool_jit, pool_parts}; }
 
 }  // namespace nnasm

@@ -14,9 +14,12 @@
 // Immediates the forward op's (ops/pool/pool_geom.h).
 // Gradient   none (no second derivatives of pooling are needed for training): autodiff reports
 //            it by name.
-// Kernels    reference only, for the forward op's reason (ops/pool/pool2d.cpp): one pass over
-//            the outputs, a window's worth of loads each.
+// Kernels    reference only: one pass over the outputs, a window's worth of loads each; the
+//            common MAXPOOL2D_BWD case (2×2, stride 2, unpadded) a branch-free loop the compiler
+//            vectorizes. No JIT kernel: the scatter of a general window has no vector form
+//            worth generating, and the 2×2 loop already runs at a few cycles per window.
 // Notes      Does not allocate.
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -57,10 +60,41 @@ void scatter_windows(const PoolGeom& g, const float* dy, float* dx, Add add) {
     }
 }
 
+// The common 2×2, stride 2, unpadded case, branch-free so that g++ vectorizes it along the row:
+// the first element of each window that is its maximum (or, in a window holding NaN, its first
+// NaN) takes dy, every other element 0. Writes every element
+// of dx that a window covers; the rest (an odd last row or column) stays as the caller zeroed it.
+void maxpool_bwd_2x2(const PoolGeom& g, const float* dy, const float* x, float* dx) {
+  for (int64_t p = 0; p < g.planes(); ++p)
+    for (int64_t oy = 0; oy < g.ho; ++oy) {
+      const int64_t r = (p * g.h + 2 * oy) * g.w;
+      const float *x0 = x + r, *x1 = x0 + g.w, *d = dy + (p * g.ho + oy) * g.wo;
+      float *dx0 = dx + r, *dx1 = dx0 + g.w;
+      for (int64_t ox = 0; ox < g.wo; ++ox) {
+        const float a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], e = x1[2 * ox + 1], v = d[ox];
+        const float m = std::max(std::max(a, b), std::max(c, e));  // the maximum when no NaN
+        const bool nan = (a != a) | (b != b) | (c != c) | (e != e);
+        const bool sa = ((a == m) & !nan) | (a != a);
+        const bool sb = !sa & (((b == m) & !nan) | (b != b));
+        const bool sc = !(sa | sb) & (((c == m) & !nan) | (c != c));
+        const bool se = !(sa | sb | sc) & (((e == m) & !nan) | (e != e));
+        dx0[2 * ox] = sa ? v : 0.f;
+        dx0[2 * ox + 1] = sb ? v : 0.f;
+        dx1[2 * ox] = sc ? v : 0.f;
+        dx1[2 * ox + 1] = se ? v : 0.f;
+      }
+    }
+}
+
 void maxpool_bwd_ref(const KernelArgs* a) {
   const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[1].shape);
   const float* x = static_cast<const float*>(a->in[1]);
   float* dx = static_cast<float*>(a->out[0]);
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+    if (g.h % 2 || g.w % 2) std::memset(dx, 0, static_cast<size_t>(g.planes() * g.h * g.w) * sizeof(float));
+    maxpool_bwd_2x2(g, static_cast<const float*>(a->in[0]), x, dx);
+    return;
+  }
   scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
                   [&](int64_t base, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
                     int64_t best = base + r0 * g.w + c0;

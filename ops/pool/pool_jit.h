@@ -1,0 +1,21 @@
+// The generated forward kernel of MAXPOOL2D and AVGPOOL2D (ops/pool/pool_jit.cpp) for unpadded
+// windows at column stride 1 or 2, bitwise equal to the reference kernels of pool2d.cpp.
+#pragma once
+#include <memory>
+
+#include "engine/jit/kernel.h"
+#include "ops/pool/pool_geom.h"
+
+namespace nnasm {
+
+// Whether the kernel covers geometry p (no padding, column stride 1 or 2, rows of at most 256
+// outputs, at most 16 taps).
+bool pool_jit_applies(const PoolGeom& p);
+// How many parts (disjoint ranges of planes) the kernel splits into on `threads` threads.
+int pool_jit_parts(const PoolGeom& p, int threads);
+// The kernel for planes [planes·part/n_parts, planes·(part+1)/n_parts) of p, max or average,
+// from `cache`; null when p is not covered or isa is REF.
+Result<std::shared_ptr<const JitKernel>> pool_jit_kernel(const PoolGeom& p, bool max, Isa isa, int part, int n_parts,
+                                                         KernelCache& cache);
+
+}  // namespace nnasm
