@@ -9,6 +9,7 @@
 #   make bench     google benchmark (tests/bench/)
 #   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
+#   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
 
@@ -20,7 +21,7 @@ BUILD    := build$(if $(SAN),/san-$(SAN))
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
-BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev
+BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CXXFLAGS ?= -O2
@@ -63,7 +64,7 @@ TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
 
-.PHONY: all deps bench-deps run test test-isa bench bench-gemm samples install clean FORCE
+.PHONY: all deps bench-deps run test test-isa bench bench-gemm bench-torch samples install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
@@ -109,6 +110,10 @@ bench-gemm: deps
 	NNASM_THREADS=1 $(BENCH) --benchmark_filter=gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
 	  --benchmark_out=$(BUILD)/bench/gemm.csv --benchmark_out_format=csv $(BENCH_ARGS)
 	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
+
+# PyTorch on one thread, the same LeNet-5 as BM_lenet_* (Debian's python3, not a virtualenv's).
+bench-torch:
+	/usr/bin/python3 tests/bench/torch_lenet.py
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
