@@ -94,7 +94,7 @@ TEST(Listing, NormalizesHandWrittenText) {
       "\n"
       "forward:\n"
       "  ADD          %x, @k -> %s  alpha=1 beta=2           ; f32[2,3]\n"
-      "  MATMUL       %s, @w -> %m  transA=0 transB=1        ; f32[2,3]\n"
+      "  MATMUL       %s, @w -> %m  transA=0 transB=1 act=none act_alpha=0  ; f32[2,3]\n"
       "  GELU         %m -> %y  approx=tanh                  ; f32[2,3]\n";
   EXPECT_EQ(reprint(in), want);
   EXPECT_EQ(reprint(want), want);

@@ -409,6 +409,23 @@ const std::vector<LinearAct>& linear_acts() {
   return acts;
 }
 
+// MATMUL with each fused activation: plain, transposed B at few rows (the packed kernel, not the
+// dot kernel, which has no epilogue), and batched.
+void cases_matmul_act(ParityRun& r) {
+  cases_matmul(r);
+  for (const LinearAct& act : linear_acts())
+    for (bool tb : {false, true}) {
+      const HostTensor a = random_f32(with_matrix({2}, 3, 16), r.rng());
+      const HostTensor b = random_f32(with_matrix({}, tb ? 17 : 16, tb ? 16 : 17), r.rng());
+      Expected e = matmul_ref(a, b, false, tb);
+      for (double& v : e.t.v) v = act.f(v);
+      e.tol = Tolerance{e.tol.atol + 1e-6, 1.2 * e.tol.rtol + 1e-6};
+      std::vector<ImmArg> imms = {imm_enum("act", act.name), imm_f("act_alpha", act.alpha)};
+      if (tb) imms.push_back(imm_b("transB", true));
+      r.check({a, b}, imms, e);
+    }
+}
+
 void cases_linear(ParityRun& r) {
   struct Case {
     std::vector<int64_t> rows;
@@ -1341,7 +1358,7 @@ using CaseFn = void (*)(ParityRun&);
 
 const std::map<Opcode, CaseFn>& parity_table() {
   static const std::map<Opcode, CaseFn> t = {
-      {Opcode::MATMUL, cases_matmul},
+      {Opcode::MATMUL, cases_matmul_act},
       {Opcode::LINEAR, cases_linear},
       {Opcode::CONV2D, cases_conv2d},
       {Opcode::CONV2D_BWD_DATA, cases_conv2d_bwd_data},

@@ -34,7 +34,8 @@ struct GemmJitDesc {
   bool trans_a = false, trans_b = false;  // A stored [K,M] / B stored [N,K]
   bool bias = false;                      // add in[2] (f32[N]) to every row of C
   // Applied to every element of C after the whole sum (bias included), with its immediate:
-  // C = act(op(A)·op(B) + bias). The dot kernel does not cover it (a null kernel).
+  // C = act(op(A)·op(B) + bias). (Few rows with transposed B then take the packed kernel,
+  // not the dot kernel.)
   Activation act = Activation::NONE;
   float act_alpha = 0;
   // beta = 1: C += op(A)·op(B), adding into what C holds (gradient accumulation). Not with a
@@ -51,8 +52,8 @@ struct GemmJitDesc {
 size_t jit_gemm_scratch_bytes(const GemmJitDesc& d);
 
 // The kernel for `d` on `isa` (AVX2 or AVX512), from `cache` or generated into it. A null kernel
-// when the case is not covered (an operand over 2 GiB, isa REF, an activation on the dot
-// kernel); an error when generation failed. Allocates; thread-safe (the cache locks).
+// when the case is not covered (an operand over 2 GiB, isa REF); an error when generation
+// failed. Allocates; thread-safe (the cache locks).
 Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache);
 
 // Parallel parts: how many slices of N (each a multiple of the micro-kernel width, so that every

@@ -107,7 +107,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     // More rows than L1 ways: pack them.
     p.pack_a = !p.ta && p.m > 8;
     p.impl = fmt::format("gemv_m{}", p.m);
-  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate) {
+  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate && p.act == Activation::NONE) {
     p.mode = Mode::DOT;
     p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
     p.impl = fmt::format("dot_m{}", p.m);
@@ -121,7 +121,6 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.pack_a = true;
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
   }
-  if (p.mode == Mode::DOT && p.act != Activation::NONE) return false;
   if (p.pack_a) {
     p.ap_ks = ceil_div(p.mr_max, 8) * 32;
     p.ap_offset = (p.scratch + 63) / 64 * 64;

@@ -1,5 +1,5 @@
 // Activation fusion: an activation whose input is made by an op with a fused-activation epilogue
-// (an `act` immediate in its schema: LINEAR, CONV2D) that has none yet (act=none), and read by
+// (an `act` immediate in its schema: MATMUL, LINEAR, CONV2D) that has none yet (act=none), and read by
 // nobody else, becomes that instruction's act= epilogue, applied in the GEMM's store.
 #include <fmt/format.h>
 

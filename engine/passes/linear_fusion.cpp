@@ -23,7 +23,8 @@ Result<int> pass_linear_fusion(Program& p) {
       const Shape& x = p.desc(mm.in[0]).type.shape;
       const Shape& w = p.desc(mm.in[1]).type.shape;
       const Shape& b = p.desc(add.in[1 - k]).type.shape;
-      if (mm.i(0) || mm.i(1) || x.rank < 2 || w.rank != 2 || b.rank != 1 || b[0] != w[1]) continue;
+      // Untransposed, and no activation yet (it would apply before the bias).
+      if (mm.i(0) || mm.i(1) || mm.i(2) || x.rank < 2 || w.rank != 2 || b.rank != 1 || b[0] != w[1]) continue;
       Instruction lin = make_instruction(Opcode::LINEAR, {mm.in[0], mm.in[1], add.in[1 - k]}, add.out);
       lin.section = add.section;
       lin.loc = mm.loc;

@@ -1,30 +1,34 @@
 // MATMUL: batched matrix product.
 //
-// Computes   y[b] = op(a[b]) · op(b[b]), op = transpose when transA / transB is 1.
+// Computes   y[b] = act(op(a[b]) · op(b[b])), op = transpose when transA / transB is 1.
 // Inputs     a: f32[..., M, K] ([..., K, M] with transA), rank ≥ 2.
 //            b: f32[..., K, N] ([..., N, K] with transB), rank ≥ 2.
 //            Leading (batch) dimensions broadcast numpy-style, as numpy.matmul.
 // Outputs    y: f32[batch..., M, N].
-// Immediates transA, transB: bool, default 0.
-// Gradient   two MATMULs with the transpose flags chosen so nothing is transposed in memory
+// Immediates transA, transB: bool, default 0. act, act_alpha: a fused activation as LINEAR's
+//            (default none; the optimizer's act-fusion pass writes it).
+// Gradient   dZ from the output as LINEAR's (ops/linalg/act_grad.h), then two MATMULs with the transpose flags chosen so nothing is transposed in memory
 //            (dA = dY·op(B)ᵀ, dB = op(A)ᵀ·dY, each laid out as its operand is stored), then
 //            summed over broadcast batch dimensions.
 // Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h). JIT
 //            (engine/jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
 //            `__<isa>_gemv_mN` for a few rows, dot products `__<isa>_dot_mN` for a few rows with
-//            transB; the batch loops (broadcast included) are inside the kernel. Big GEMMs and
+//            transB (without act); the batch loops (broadcast included) are inside the kernel;
+//            an activation runs in the last K block's store, `f32_matmul_relu__avx2_6x16`. Big GEMMs and
 //            GEMVs run as parallel parts, each its own slice of N (jit_gemm_parts).
 #include <algorithm>
 
 #include "engine/jit/gemm.h"
+#include "ops/elementwise/activation.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/linalg/act_grad.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"
 
 namespace nnasm {
 namespace {
 
-enum { TRANS_A, TRANS_B };
+enum { TRANS_A, TRANS_B, ACT, ACT_ALPHA };
 
 Shape batch_of(const Shape& s) { return Shape::of(s.dims.data(), s.rank - 2); }
 
@@ -67,6 +71,8 @@ GemmJitDesc jit_desc(const Instruction& ins, const TensorType* in, const TensorT
   d.k = g.k;
   d.trans_a = g.trans_a;
   d.trans_b = g.trans_b;
+  d.act = static_cast<Activation>(ins.i(ACT));
+  d.act_alpha = static_cast<float>(ins.f(ACT_ALPHA));
   d.batch = batch_of(out[0].shape);
   d.a_batch = batch_of(in[0].shape);
   d.b_batch = batch_of(in[1].shape);
@@ -96,12 +102,18 @@ void matmul_ref(const KernelArgs* k) {
   BroadcastWalk(batch_of(ys), batch_of(as), batch_of(bs)).for_each([&](int64_t yb, int64_t ab, int64_t bb) {
     gemm_accumulate(g, A + ab * a_mat, B + bb * b_mat, Y + yb * y_mat, static_cast<float*>(k->scratch));
   });
+  const auto f = static_cast<Activation>(k->ins->i(ACT));
+  if (f == Activation::NONE) return;
+  const float alpha = static_cast<float>(k->ins->f(ACT_ALPHA));
+  for (int64_t i = 0; i < ys.numel(); ++i) Y[i] = act::apply(f, Y[i], alpha);
 }
 
 Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
   const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
-  const TensorId A = ins.in[0], B = ins.in[1], dY = dy[0];
+  Result<TensorId> dz = act_grad_from_output(b, ins, ACT, dy[0]);
+  if (!dz) return dz.status();
+  const TensorId A = ins.in[0], B = ins.in[1], dY = *dz;
   auto mm = [&](TensorId x, TensorId y, bool t1, bool t2) {
     return b.emit(Opcode::MATMUL, {x, y}, {{"transA", imm_i(t1)}, {"transB", imm_i(t2)}});
   };
