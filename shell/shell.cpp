@@ -30,24 +30,25 @@ Var Graph::input(const std::string& name, Shape shape, DType dtype, Loc loc) {
   return declared(this, p_->declare(std::move(d)), loc);
 }
 
-Var Graph::param(const std::string& name, Shape shape, InitSpec init, Loc loc) {
-  if (!status_) return Var();
+namespace {
+// An f32 tensor declared up front with an init kind: a param or state.
+Var declared_f32(Graph* g, Program* p, const std::string& name, Shape shape, Role role, InitSpec init, Loc loc) {
+  if (!g->status()) return Var();
   TensorDesc d;
   d.name = name;
   d.type = TensorType{DType::F32, shape};
-  d.role = Role::PARAM;
+  d.role = role;
   d.init = init;
-  return declared(this, p_->declare(std::move(d)), loc);
+  return declared(g, p->declare(std::move(d)), loc);
+}
+}  // namespace
+
+Var Graph::param(const std::string& name, Shape shape, InitSpec init, Loc loc) {
+  return declared_f32(this, p_, name, shape, Role::PARAM, init, loc);
 }
 
 Var Graph::state(const std::string& name, Shape shape, InitSpec init, Loc loc) {
-  if (!status_) return Var();
-  TensorDesc d;
-  d.name = name;
-  d.type = TensorType{DType::F32, shape};
-  d.role = Role::STATE;
-  d.init = init;
-  return declared(this, p_->declare(std::move(d)), loc);
+  return declared_f32(this, p_, name, shape, Role::STATE, init, loc);
 }
 
 Var Graph::constant(const std::string& name, Shape shape, std::vector<double> values, DType dtype, Loc loc) {

@@ -49,6 +49,21 @@ inline void bn_batch_stats(const float* x, const BnGeom& g, int64_t ch, double* 
   *var = q / static_cast<double>(g.count());
 }
 
+// The statistics channel `ch` is normalized with: the batch's when training, else the running
+// ones.
+inline void bn_stats(const float* x, const BnGeom& g, int64_t ch, bool training, const float* rmean, const float* rvar,
+                     double* mean, double* var) {
+  if (training) {
+    bn_batch_stats(x, g, ch, mean, var);
+  } else {
+    *mean = rmean[ch];
+    *var = rvar[ch];
+  }
+}
+
+// Input k of a kernel's arguments as floats.
+inline const float* bn_in(const KernelArgs* a, int k) { return static_cast<const float*>(a->in[k]); }
+
 // 1/√(var + eps), in double.
 inline double bn_rstd(double var, double eps) { return 1.0 / std::sqrt(var + eps); }
 

@@ -62,24 +62,19 @@ Status batchnorm2d_shape(const Instruction& ins, const std::vector<TensorType>& 
 
 void batchnorm2d_ref(const KernelArgs* a) {
   const BnGeom g = bn_geom(a->in_type[0].shape);
-  const float* x = static_cast<const float*>(a->in[0]);
-  const float* gamma = static_cast<const float*>(a->in[1]);
-  const float* beta = static_cast<const float*>(a->in[2]);
+  const float* x = bn_in(a, 0);
+  const float* gamma = bn_in(a, 1);
+  const float* beta = bn_in(a, 2);
   // The running statistics are inputs this op updates when training (see Notes).
-  float* rmean = const_cast<float*>(static_cast<const float*>(a->in[3]));
-  float* rvar = const_cast<float*>(static_cast<const float*>(a->in[4]));
+  float* rmean = const_cast<float*>(bn_in(a, 3));
+  float* rvar = const_cast<float*>(bn_in(a, 4));
   float* y = static_cast<float*>(a->out[0]);
   const double eps = a->ins->f(BN_EPS), mom = a->ins->f(BN_MOMENTUM);
   const bool training = a->state && a->state->training;
   const int64_t count = g.count();
   for (int64_t ch = 0; ch < g.c; ++ch) {
     double mean, var;
-    if (training) {
-      bn_batch_stats(x, g, ch, &mean, &var);
-    } else {
-      mean = rmean[ch];
-      var = rvar[ch];
-    }
+    bn_stats(x, g, ch, training, rmean, rvar, &mean, &var);
     const double s = gamma[ch] * bn_rstd(var, eps);
     const float fs = static_cast<float>(s), fm = static_cast<float>(mean), fb = beta[ch];
     for (int64_t i = 0; i < g.n; ++i) {

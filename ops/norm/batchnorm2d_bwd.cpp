@@ -32,11 +32,11 @@ Status batchnorm2d_bwd_shape(const Instruction& ins, const std::vector<TensorTyp
 
 void batchnorm2d_bwd_ref(const KernelArgs* a) {
   const BnGeom g = bn_geom(a->in_type[0].shape);
-  const float* x = static_cast<const float*>(a->in[0]);
-  const float* gamma = static_cast<const float*>(a->in[1]);
-  const float* rmean = static_cast<const float*>(a->in[2]);
-  const float* rvar = static_cast<const float*>(a->in[3]);
-  const float* dy = static_cast<const float*>(a->in[4]);
+  const float* x = bn_in(a, 0);
+  const float* gamma = bn_in(a, 1);
+  const float* rmean = bn_in(a, 2);
+  const float* rvar = bn_in(a, 3);
+  const float* dy = bn_in(a, 4);
   float* dx = static_cast<float*>(a->out[0]);
   float* dgamma = static_cast<float*>(a->out[1]);
   float* dbeta = static_cast<float*>(a->out[2]);
@@ -45,12 +45,7 @@ void batchnorm2d_bwd_ref(const KernelArgs* a) {
   const double count = static_cast<double>(g.count());
   for (int64_t ch = 0; ch < g.c; ++ch) {
     double mean, var;
-    if (training) {
-      bn_batch_stats(x, g, ch, &mean, &var);
-    } else {
-      mean = rmean[ch];
-      var = rvar[ch];
-    }
+    bn_stats(x, g, ch, training, rmean, rvar, &mean, &var);
     const double r = bn_rstd(var, eps);
     double sdy = 0, sdyx = 0;
     for (int64_t i = 0; i < g.n; ++i) {
