@@ -142,6 +142,7 @@ void Executor::build_streams() {
 
 void Executor::run(Section sec) {
   const int k = static_cast<int>(sec);
+  if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
   if (stream_[k]) {
     stream_[k](nullptr);
   } else {
@@ -152,7 +153,6 @@ void Executor::run(Section sec) {
       else s.fn(&s.args);
     }
   }
-  if (sec == Section::FORWARD) ++state_.run_index;
 }
 
 void Executor::run_timed(Section sec, double* seconds) {

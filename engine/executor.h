@@ -52,6 +52,11 @@ class Executor {
   // The mode kernels see (dropout, batch norm); starts as the program's mode.
   void set_training(bool t) { state_.training = t; }
   bool training() const { return state_.training; }
+  // Random draws (DROPOUT's masks) follow the context's seed, the instruction's key and the
+  // forward run's index, which counts forward runs from 0; backward and update see the index of
+  // the forward run before them. set_run_index(i) makes the next forward run the i-th, so it
+  // draws what the i-th run drew (the gradient checker pins it to compare runs with one mask).
+  void set_run_index(uint64_t i) { forward_runs_ = i; }
 
   // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary's
   // storage is its arena slot, which this executor set if it was prepared last over it; its value
@@ -99,6 +104,7 @@ class Executor {
   const Program* program_;
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
   RunState state_;
+  uint64_t forward_runs_ = 0;  // the index the next forward run gets
   std::vector<Step> steps_;
   std::pair<size_t, size_t> sections_[SECTION_COUNT];  // [begin, end) of each section in steps_
   // Backing arrays that the steps' KernelArgs point into; sized before any pointer is taken.

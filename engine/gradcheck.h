@@ -60,7 +60,10 @@ struct GradCheckReport {
 // Values: every tensor that holds data in `p`'s context is copied (so trained params are checked
 // where they are); params and state never allocated are initialized from the seed as a prepare
 // would; f32 inputs never allocated get uniform(−1, 1) values from options.seed, i32 inputs
-// zeros; then options.fill runs. The scalar is accumulated in double on the host.
+// zeros; then options.fill runs. The scalar is accumulated in double on the host. Every forward
+// run draws the same random numbers (the executor's run index is pinned), so DROPOUT is checked
+// with one fixed mask; the program's mode is kept (BATCHNORM2D in a training program uses batch
+// statistics).
 // Errors (as values, never an abort): bad arguments, and whatever grad() reports — an op on the
 // path without a backward rule, a gradient asked of SOFTMAX_CE's targets — naming the instruction.
 // Allocates; runs the forward section 2·(elements checked) + 1 times. Not thread-safe for `p`.

@@ -10,12 +10,16 @@ namespace nnasm {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed) {}
-  uint64_t next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
+  uint64_t next() { return mix(s_ += GOLDEN); }
+  // splitmix64's output function: a bijection that scrambles every bit of z into every bit of
+  // the result. Counter-based draws (DROPOUT's mask: element i's bits are mix(stream + i·GOLDEN))
+  // use it directly, so any element can be drawn without the ones before it.
+  static uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
   }
+  static constexpr uint64_t GOLDEN = 0x9e3779b97f4a7c15ULL;
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   // Standard normal (Box–Muller).

@@ -13,6 +13,17 @@ enum OpFlags : uint32_t {
   OPF_ACTIVATION = 1u << 1,   // fusable as an epilogue
   OPF_ANY_DTYPE = 1u << 2,    // moves bytes; works for f32 and i32 alike
   OPF_INPLACE = 1u << 3,      // every output is one of the inputs, updated in place
+  // The result depends on the run's mode or random stream (RunState), which can change between
+  // runs: never folded into a constant at optimization.
+  OPF_MODE = 1u << 4,
+  // Draws from the run's random stream (DROPOUT): never merged with an equal-looking instruction.
+  OPF_RANDOM = 1u << 5,
+  // When training, also updates in place the inputs its hooks' state_inputs mask names
+  // (BATCHNORM2D's running statistics), which are not outputs: the listing form stays one
+  // output. Those inputs must be tensors declared up front (state, param or input; not a const)
+  // and no other operand of the instruction; they count as updated in place for the passes, and
+  // the instruction is never merged, folded or removed.
+  OPF_UPDATES_STATE = 1u << 6,
 };
 
 enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA, LOSS, OPTIMIZER };

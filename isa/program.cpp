@@ -116,6 +116,21 @@ Status Program::append(Instruction ins) {
                             t->desc.sigil(), t->desc.name);
     in_types.push_back(t->desc.type);
   }
+  if (info.flags & OPF_UPDATES_STATE) {
+    const uint32_t mask = state_inputs(ins.op);
+    for (int k = 0; k < n_in; ++k) {
+      if (!(mask >> k & 1)) continue;
+      const TensorDesc& d = desc(ins.in[k]);
+      if (!d.declared_up_front() || d.role == Role::CONST)
+        return Status::errorf("{} updates input {} ({}{}) in place when training: it must be a state, param or input "
+                              "tensor, not a {}",
+                              info.mnemonic, k + 1, d.sigil(), d.name, d.role == Role::CONST ? "constant" : "computed value");
+      for (int j = 0; j < n_in; ++j)
+        if (j != k && ins.in[j] == ins.in[k])
+          return Status::errorf("{} updates input {} ({}{}) in place when training: it cannot also be input {}",
+                                info.mnemonic, k + 1, d.sigil(), d.name, j + 1);
+    }
+  }
   for (int k = 0; k < n_out; ++k) {
     const Tensor* t = ctx_->find(ins.out[k]);
     if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.out[k])

@@ -99,6 +99,10 @@ class Program {
 // the operands; the caller adds the location.
 Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
 
+// For an OPF_UPDATES_STATE op, the inputs it updates in place when training (bit k: input k);
+// 0 for other ops. Implemented by the op registry.
+uint32_t state_inputs(Opcode op);
+
 // A name the listing can spell: [A-Za-z_][A-Za-z0-9_.]*.
 bool valid_tensor_name(const std::string& name);
 

@@ -4,25 +4,31 @@
 namespace nnasm {
 
 TensorId GradBuilder::emit(Opcode op, std::vector<TensorId> in, const std::vector<std::pair<const char*, Imm>>& imm) {
-  if (!status_) return NO_TENSOR;
+  const std::vector<TensorId> out = emit_all(op, std::move(in), imm);
+  return out.empty() ? NO_TENSOR : out[0];
+}
+
+std::vector<TensorId> GradBuilder::emit_all(Opcode op, std::vector<TensorId> in,
+                                            const std::vector<std::pair<const char*, Imm>>& imm) {
+  if (!status_) return {};
   for (TensorId id : in)
     if (id == NO_TENSOR) {
       status_ = Status::errorf("{}: a backward operand is missing", op_info(op).mnemonic);
-      return NO_TENSOR;
+      return {};
     }
   Instruction ins = make_instruction(op, std::move(in), {});
   ins.section = Section::BACKWARD;
   for (const auto& [key, value] : imm)
     if (Status s = set_imm(ins, key, value); !s) {
       status_ = s;
-      return NO_TENSOR;
+      return {};
     }
   Result<std::vector<TensorId>> out = p_->append_new(std::move(ins), "g");
   if (!out) {
     status_ = out.status();
-    return NO_TENSOR;
+    return {};
   }
-  return out.value()[0];
+  return out.value();
 }
 
 TensorId GradBuilder::scale(TensorId x, double alpha) {

@@ -19,6 +19,9 @@ class GradBuilder {
   // returns its first output. After the first error every call returns NO_TENSOR and status()
   // keeps that error.
   TensorId emit(Opcode op, std::vector<TensorId> in, const std::vector<std::pair<const char*, Imm>>& imm = {});
+  // The same for an op with several outputs: all of them (empty after an error).
+  std::vector<TensorId> emit_all(Opcode op, std::vector<TensorId> in,
+                                 const std::vector<std::pair<const char*, Imm>>& imm = {});
 
   // Common shapes of gradient code.
   TensorId scale(TensorId x, double alpha);            // x itself when alpha is 1

@@ -12,7 +12,10 @@
 namespace nnasm {
 
 // What a run shares with every kernel: the mode, and a counter that makes each run's random
-// draws (dropout) differ while the whole sequence stays reproducible from the seed.
+// draws (dropout) differ while the whole sequence stays reproducible from the seed. run_index is
+// the forward run the running section belongs to: Executor::run(FORWARD) sets it before its
+// instructions run, and the backward and update sections after it see the same value, so a
+// backward instruction can redraw the forward's random numbers (DROPOUT's mask).
 struct RunState {
   bool training = false;
   uint64_t seed = 0;
@@ -81,6 +84,9 @@ struct OpHooks {
   PartsFn parts = nullptr;
   // The op as a building block of CALC's expressions. nullptr: not an elementwise op.
   const ElementwiseOp* elementwise = nullptr;
+  // OPF_UPDATES_STATE ops: bit k set when the kernel updates input k in place in training mode
+  // (through a cast of KernelArgs::in[k]). 0 for every other op.
+  uint32_t state_inputs = 0;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

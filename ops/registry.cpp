@@ -33,6 +33,8 @@ Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, st
   return op_hooks(ins.op).shape(ins, in, out);
 }
 
+uint32_t state_inputs(Opcode op) { return op_hooks(op).state_inputs; }
+
 std::string operand_str(const Instruction&, int k, const TensorType& t) {
   return fmt::format("operand {} ({})", k + 1, t.str());
 }

@@ -30,14 +30,25 @@ Var Graph::input(const std::string& name, Shape shape, DType dtype, Loc loc) {
   return declared(this, p_->declare(std::move(d)), loc);
 }
 
-Var Graph::param(const std::string& name, Shape shape, InitSpec init, Loc loc) {
-  if (!status_) return Var();
+namespace {
+// An f32 tensor declared up front with an init kind: a param or state.
+Var declared_f32(Graph* g, Program* p, const std::string& name, Shape shape, Role role, InitSpec init, Loc loc) {
+  if (!g->status()) return Var();
   TensorDesc d;
   d.name = name;
   d.type = TensorType{DType::F32, shape};
-  d.role = Role::PARAM;
+  d.role = role;
   d.init = init;
-  return declared(this, p_->declare(std::move(d)), loc);
+  return declared(g, p->declare(std::move(d)), loc);
+}
+}  // namespace
+
+Var Graph::param(const std::string& name, Shape shape, InitSpec init, Loc loc) {
+  return declared_f32(this, p_, name, shape, Role::PARAM, init, loc);
+}
+
+Var Graph::state(const std::string& name, Shape shape, InitSpec init, Loc loc) {
+  return declared_f32(this, p_, name, shape, Role::STATE, init, loc);
 }
 
 Var Graph::constant(const std::string& name, Shape shape, std::vector<double> values, DType dtype, Loc loc) {
@@ -124,6 +135,31 @@ Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2d
   Var b;
   if (opt.bias) b = g->param(opt.name.empty() ? p.fresh_name("b") : opt.name + ".b", Shape{out_channels}, opt.bias_init, x.loc);
   return conv2d(x, w, b, opt);
+}
+
+Var batchnorm2d(At x, const BatchNormOptions& opt) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const Shape& s = x.v.shape();
+  if (s.rank < 2)
+    return g->fail(Status::errorf("batchnorm2d: input {} needs rank ≥ 2 (channels on axis 1)", x.v.type().str()), x.loc);
+  Program& p = g->program();
+  const std::string n = opt.name.empty() ? p.fresh_name("bn") : opt.name;
+  const Shape c{s[1]};
+  Var gamma = g->param(n + ".gamma", c, {InitKind::ONES, 0, 0}, x.loc);
+  Var beta = g->param(n + ".beta", c, {InitKind::ZEROS, 0, 0}, x.loc);
+  Var mean = g->state(n + ".running_mean", c, {InitKind::ZEROS, 0, 0}, x.loc);
+  Var var = g->state(n + ".running_var", c, {InitKind::ONES, 0, 0}, x.loc);
+  return g->record(Opcode::BATCHNORM2D, {x.v, gamma, beta, mean, var},
+                   {{"eps", imm_f(opt.eps)}, {"momentum", imm_f(opt.momentum)}}, x.loc);
+}
+
+Var dropout(At x, float rate) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  int64_t key = 1;
+  for (const Instruction& ins : g->program().code()) key += ins.op == Opcode::DROPOUT;
+  return rec(x, Opcode::DROPOUT, {x.v}, {{"rate", imm_f(rate)}, {"key", imm_i(key)}});
 }
 
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {

@@ -79,6 +79,14 @@ struct Conv2dOptions {
   float act_alpha = 0;
 };
 
+struct BatchNormOptions {
+  // params @NAME.gamma (ones) and @NAME.beta (zeros), state @NAME.running_mean (zeros) and
+  // @NAME.running_var (ones); empty NAME: bnN.
+  std::string name;
+  float eps = 1e-5f;
+  float momentum = 0.1f;
+};
+
 class Graph {
  public:
   explicit Graph(Program& p) : p_(&p) {}
@@ -88,6 +96,8 @@ class Graph {
 
   Var input(const std::string& name, Shape shape, DType dtype = DType::F32, Loc loc = Loc::here());
   Var param(const std::string& name, Shape shape, InitSpec init = {InitKind::ZEROS, 0, 0}, Loc loc = Loc::here());
+  // Persistent, not trained (running statistics, optimizer moments).
+  Var state(const std::string& name, Shape shape, InitSpec init = {InitKind::ZEROS, 0, 0}, Loc loc = Loc::here());
   Var constant(const std::string& name, Shape shape, std::vector<double> values, DType dtype = DType::F32,
                Loc loc = Loc::here());
   // Marks `v` as a program output; a non-empty `name` renames it (e.g. "y" instead of "t7").
@@ -123,6 +133,15 @@ Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
 Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0});
 Var avg_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0},
                bool count_include_pad = true);
+
+// Normalization and regularization; both follow the run's mode (Executor::set_training).
+// Batch normalization over axis 1 of x (rank ≥ 2, NCHW for images): creates γ, β as params and
+// the running statistics as state (see BatchNormOptions), updated in place when training.
+Var batchnorm2d(At x, const BatchNormOptions& opt = {});
+// Training: zeroes each element with probability rate (in [0, 1)) and scales the rest by
+// 1/(1 − rate); inference: x. Each call gets its own random stream (key = 1 + the number of
+// DROPOUTs already in the program).
+Var dropout(At x, float rate);
 
 // Binary elementwise (numpy broadcasting)
 Var add(At a, Var b, float alpha = 1, float beta = 1);

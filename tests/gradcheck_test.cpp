@@ -290,6 +290,33 @@ Cases reduce_cases(Var (*f)(At, int64_t, bool), Fill fill = {}) {
   return v;
 }
 
+// BATCHNORM2D on x of shape `xs` with random γ, β and running statistics; `training` sets the
+// program's mode (the gradient through the batch statistics, or the affine inference map).
+GradCase batchnorm(const std::string& what, Shape xs, bool training) {
+  return {what,
+          [=](Graph& g) {
+            g.program().set_training(training);
+            Var x = g.input("x", xs);
+            BatchNormOptions o;
+            o.name = "bn";
+            o.eps = 1e-3f;
+            o.momentum = 0.25f;
+            Var y = batchnorm2d(x, o);
+            return Built{y, {x, Var(&g, g.program().find("bn.gamma")), Var(&g, g.program().find("bn.beta"))}};
+          },
+          all_of({put("x", uniform(-1, 1)), put("bn.gamma", signed_between(0.5, 1.5)), put("bn.beta", uniform(-1, 1)),
+                  put("bn.running_mean", uniform(-0.5, 0.5)), put("bn.running_var", uniform(0.5, 1.5))})};
+}
+
+// DROPOUT: one fixed mask (the checker pins the run index), in training or inference mode.
+GradCase dropout_case(const std::string& what, float rate, bool training) {
+  return {what, [=](Graph& g) {
+            g.program().set_training(training);
+            Var x = g.input("x", {3, 5, 7});
+            return Built{dropout(x, rate), {x}};
+          }};
+}
+
 const std::map<Opcode, Cases>& gradcheck_table() {
   static const std::map<Opcode, Cases> t = {
       {Opcode::MATMUL, matmul_cases()},
@@ -297,6 +324,12 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::CONV2D, conv_cases()},
       {Opcode::MAXPOOL2D, pool_cases(true)},
       {Opcode::AVGPOOL2D, pool_cases(false)},
+      {Opcode::BATCHNORM2D,
+       {batchnorm("training [3,2,3,4]", {3, 2, 3, 4}, true), batchnorm("training [5,3]", {5, 3}, true),
+        batchnorm("training [2,3,5]", {2, 3, 5}, true), batchnorm("inference [2,3,2,2]", {2, 3, 2, 2}, false)}},
+      {Opcode::DROPOUT,
+       {dropout_case("training rate=0.3", 0.3f, true), dropout_case("training rate=0.75", 0.75f, true),
+        dropout_case("inference", 0.5f, false)}},
       {Opcode::ADD,
        {binary("[3,4]+[4] alpha=0.5 beta=-2", {3, 4}, {4}, [](Var a, Var b) { return add(a, b, 0.5f, -2.f); }),
         binary("[2,3]+[]", {2, 3}, {}, [](Var a, Var b) { return a + b; })}},
@@ -462,9 +495,9 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
     }
   }
   // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
-  for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::ADVANCE, Opcode::LR_SCHEDULE,
-                    Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW, Opcode::RMSPROP,
-                    Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD})
+  for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::BATCHNORM2D_BWD, Opcode::ADVANCE,
+                    Opcode::LR_SCHEDULE, Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW,
+                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
   EXPECT_GE(ops_with_rules().size(), 39u);

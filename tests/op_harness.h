@@ -245,8 +245,12 @@ struct OpOutput {
 // GUARD_WORD, runs, reads the outputs, and checks the padding and the inputs (padding included)
 // are untouched. An in-place op's outputs are inputs (see inplace_inputs): those start from their
 // input values, only their padding is guarded, and they are exempt from the "inputs unchanged"
-// check; its other inputs are still checked.
-inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const std::vector<ImmArg>& imms) {
+// check; its other inputs are still checked. `training` sets the run's mode (RunState). An op
+// that updates state inputs (OPF_UPDATES_STATE, e.g. BATCHNORM2D's running statistics) has
+// those inputs' final values appended to the outputs, in input order, in either mode; only their
+// padding is checked.
+inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const std::vector<ImmArg>& imms,
+                       bool training = false) {
   OpOutput r;
   Context ctx;
   Program p(ctx);
@@ -257,12 +261,15 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
   r.status = build_op(p, op, types, imms, &ids, &out, &outs);
   if (!r.status) return r;
   for (TensorId o : outs) p.mark_output(o);
+  std::vector<TensorId> read = outs;  // the outputs, then the state inputs the op updates
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (state_inputs(op) >> k & 1) read.push_back(ids[k]);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
   if (!ex) {
     r.status = ex.status();
     return r;
   }
-  auto is_out = [&](TensorId id) { return std::find(outs.begin(), outs.end(), id) != outs.end(); };
+  auto is_out = [&](TensorId id) { return std::find(read.begin(), read.end(), id) != read.end(); };
   std::vector<std::vector<unsigned char>> before;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor& t = ctx.at(ids[k]);
@@ -283,9 +290,10 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
     for (size_t i = updated_in_place ? static_cast<size_t>(y.numel()) : 0; i < words; ++i) yw[i] = GUARD_WORD;
   }
 
+  ex.value()->set_training(training);
   ex.value()->run();
 
-  for (TensorId o : outs) {
+  for (TensorId o : read) {
     const Tensor& y = ctx.at(o);
     HostTensor h{y.desc.type, {}};
     const int64_t n = y.numel();
@@ -298,8 +306,11 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
     }
     const size_t words = padded_bytes(n) / 4;
     const uint32_t* yw = static_cast<const uint32_t*>(y.data.data());
+    const auto in_k = std::find(ids.begin(), ids.end(), o);
+    const bool state_input = std::find(outs.begin(), outs.end(), o) == outs.end();
+    const uint32_t* bw = state_input ? reinterpret_cast<const uint32_t*>(before[static_cast<size_t>(in_k - ids.begin())].data()) : nullptr;
     for (size_t i = static_cast<size_t>(n); i < words; ++i)
-      if (yw[i] != GUARD_WORD) {
+      if (yw[i] != (state_input ? bw[i] : GUARD_WORD)) {
         r.problems.push_back(fmt::format("guard band of %{} overwritten: word {} past the {} elements is {:#010x}",
                                          y.desc.name, i - n, n, yw[i]));
         break;

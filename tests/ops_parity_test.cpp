@@ -60,8 +60,11 @@ class ParityRun {
       sizes_.insert(count_of(w.t.type.shape));
       ASSERT_EQ(w.t.v.size(), static_cast<size_t>(count_of(w.t.type.shape))) << "test error: expectation size";
     }
-    EXPECT_TRUE(matches_all(want, run_op(op_, in, imms)));
+    EXPECT_TRUE(matches_all(want, run_op(op_, in, imms, training_)));
   }
+
+  // The mode the following cases run in (RunState::training); inference unless set.
+  void set_training(bool t) { training_ = t; }
 
   // For ops whose contract allows only f32[] operands (a step counter, a learning rate): the
   // size sweep does not apply. Coverage then checks that no case had a larger operand.
@@ -112,6 +115,7 @@ class ParityRun {
   bool saw_i32_ = false;
   bool saw_non_scalar_ = false;
   bool scalar_only_ = false;
+  bool training_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1354,6 +1358,8 @@ void cases_rmsprop(ParityRun& r) {
 // ---------------------------------------------------------------------------------------------
 // The table, stamped from the opcode table
 
+#include "tests/parity_cases_norm.h"
+
 using CaseFn = void (*)(ParityRun&);
 
 const std::map<Opcode, CaseFn>& parity_table() {
@@ -1415,6 +1421,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::ADAM, cases_adam},
       {Opcode::ADAMW, cases_adamw},
       {Opcode::RMSPROP, cases_rmsprop},
+      {Opcode::BATCHNORM2D, cases_batchnorm2d},
+      {Opcode::BATCHNORM2D_BWD, cases_batchnorm2d_bwd},
+      {Opcode::DROPOUT, cases_dropout},
   };
   return t;
 }
@@ -1863,6 +1872,8 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::RESHAPE: return {{Shape{3, 4}}, {imm_ints("shape", {12})}};
     case Opcode::TRANSPOSE: return {{Shape{3, 4}}, {imm_ints("perm", {1, 0})}};
     case Opcode::SLICE: return {{Shape{3, 4}}, {imm_i("axis", 0), imm_i("start", 0), imm_i("end", 2)}};
+    case Opcode::BATCHNORM2D: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{3}}, {}};
+    case Opcode::BATCHNORM2D_BWD: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{2, 3, 4, 4}}, {}};
     default: break;
   }
   switch (info.category) {

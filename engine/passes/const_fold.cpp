@@ -63,7 +63,9 @@ Result<int> pass_const_fold(Program& p) {
   int n = 0;
   for (size_t i = 0; i < code.size(); ++i) {
     const Instruction& ins = code[i];
-    if ((ins.info().flags & OPF_INPLACE) || ins.info().category == OpCategory::OPTIMIZER) continue;
+    if ((ins.info().flags & (OPF_INPLACE | OPF_MODE | OPF_RANDOM | OPF_UPDATES_STATE)) ||
+        ins.info().category == OpCategory::OPTIMIZER)
+      continue;
     bool foldable = true;
     for (TensorId id : ins.in) foldable = foldable && p.desc(id).role == Role::CONST;
     for (TensorId id : ins.out)

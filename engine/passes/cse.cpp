@@ -2,7 +2,9 @@
 // as an earlier one reads that one's results instead of computing them again, and disappears
 // (unless a result of its own is observable). Inputs of the commutative ops without immediates
 // (MUL, MAXIMUM, MINIMUM) are compared as a set. Never for in-place instructions, nor across an
-// in-place update of an input (the earlier result was computed from the value before it).
+// in-place update of an input (the earlier result was computed from the value before it), nor
+// for instructions that update state (BATCHNORM2D: each update counts) or draw random numbers
+// (DROPOUT: two dropouts are two masks).
 #include <algorithm>
 #include <unordered_map>
 
@@ -34,7 +36,7 @@ Result<int> pass_cse(Program& p) {
   int n = 0;
   for (size_t i = 0; i < code.size(); ++i) {
     Instruction& ins = code[i];
-    if (ins.info().flags & OPF_INPLACE) continue;
+    if (ins.info().flags & (OPF_INPLACE | OPF_UPDATES_STATE | OPF_RANDOM)) continue;
     bool stable = true;
     for (TensorId id : ins.in) stable = stable && !u.updated_in_place(id);
     if (!stable) continue;

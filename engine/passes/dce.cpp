@@ -1,6 +1,6 @@
 // Dead instruction elimination: from the end, an instruction is kept when one of its outputs is
-// observable (Uses) or read by a kept instruction. In-place instructions (optimizer steps) change
-// state and are always kept.
+// observable (Uses) or read by a kept instruction. In-place instructions (optimizer steps) and
+// those updating state when training (BATCHNORM2D's running statistics) are always kept.
 #include <unordered_set>
 
 #include "engine/passes/pass.h"
@@ -16,7 +16,7 @@ Result<int> pass_dce(Program& p) {
   int removed = 0;
   for (size_t i = code.size(); i-- > 0;) {
     const Instruction& ins = code[i];
-    bool live = ins.info().flags & OPF_INPLACE;
+    bool live = ins.info().flags & (OPF_INPLACE | OPF_UPDATES_STATE);
     for (TensorId id : ins.out) live = live || uses.observable(id) || needed.count(id);
     keep[i] = live;
     if (live) needed.insert(ins.in.begin(), ins.in.end());

@@ -7,6 +7,9 @@ Uses::Uses(const Program& p) : p_(p) {
   const std::vector<Instruction>& code = p.code();
   for (size_t i = 0; i < code.size(); ++i) {
     for (TensorId id : code[i].in) readers_[id].push_back(i);
+    if (code[i].info().flags & OPF_UPDATES_STATE)
+      for (size_t k = 0; k < code[i].in.size(); ++k)
+        if (state_inputs(code[i].op) >> k & 1) in_place_[code[i].in[k]] = true;
     for (TensorId id : code[i].out) {
       if (code[i].info().flags & OPF_INPLACE) in_place_[id] = true;
       if (producer_.count(id)) results_[id] = true;  // updated in place: its value is state

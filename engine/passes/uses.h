@@ -28,7 +28,8 @@ class Uses {
   // A temporary read by exactly one instruction (once) and not observable: the rewrite may
   // consume it.
   bool private_to(TensorId id, size_t reader) const;
-  // Written by an in-place instruction (an optimizer step, CLIP_GRAD_NORM): its value changes
+  // Written by an in-place instruction (an optimizer step, CLIP_GRAD_NORM, BATCHNORM2D's running
+  // statistics when training): its value changes
   // during the run, so a read of it cannot stand in for a read of a copy made earlier.
   bool updated_in_place(TensorId id) const { return in_place_.count(id) > 0; }
 

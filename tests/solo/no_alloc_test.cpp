@@ -110,6 +110,32 @@ TEST(NoAlloc, RunOfEveryOpAllocatesNothing) {
   EXPECT_TRUE(std::isfinite(ex.value()->tensor("y")->f32()[0]));
 }
 
+// Batch normalization and dropout in a training step (batch statistics, running-statistic
+// updates, the mask drawn twice) and in inference.
+TEST(NoAlloc, BatchNormAndDropoutTrainingStepAllocatesNothing) {
+  SKIP_UNLESS_COUNTING();
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {4, 2, 5, 5});
+  Var labels = g.input("labels", {4}, DType::I32);
+  Var h = dropout(relu(batchnorm2d(conv2d(x, 3, {3, 3}))), 0.5f);
+  g.output(softmax_ce(linear(reshape(h, {4, 27}), 2), labels), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  p.set_training(true);
+  ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.1)));
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  for (int64_t i = 0; i < 200; ++i) ex.value()->tensor("x")->f32()[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
+  EXPECT_EQ(allocations_in([&] {
+              for (int i = 0; i < 3; ++i) ex.value()->train_step();
+              ex.value()->set_training(false);
+              ex.value()->run();
+            }),
+            0);
+  EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
+}
+
 TEST(NoAlloc, ReferenceCalcAllocatesNothing) {
   SKIP_UNLESS_COUNTING();
   // CALC's reference kernel parses its expression at every run, into its scratch memory; here
