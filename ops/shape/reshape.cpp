@@ -2,7 +2,6 @@
 // derived from an axis, so the two share their kernel and backward rule.
 //
 // RESHAPE
-//
 // Computes   y = x viewed as `shape` (row-major order unchanged).
 // Inputs     x: f32 or i32, any shape.
 // Outputs    y: x's dtype, `shape`; one entry may be −1 (inferred from the element count).
