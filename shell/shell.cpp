@@ -259,6 +259,11 @@ Var expand(At x, std::vector<int64_t> shape) {
 Var pad(At x, std::vector<int64_t> pads, float value) {
   return rec(x, Opcode::PAD, {x.v}, {{"pads", imm_ints(std::move(pads))}, {"value", imm_f(value)}});
 }
+Var flatten(At x, int64_t axis) { return rec(x, Opcode::FLATTEN, {x.v}, {{"axis", imm_i(axis)}}); }
+Var upsample_nearest(At x, std::vector<int64_t> scale) {
+  return rec(x, Opcode::UPSAMPLE_NEAREST, {x.v}, {{"scale", imm_ints(std::move(scale))}});
+}
+Var global_avg_pool(At x) { return rec(x, Opcode::GLOBAL_AVGPOOL, {x.v}); }
 Var step(At x) { return rec(x, Opcode::STEP, {x.v}); }
 Var calc(const std::vector<Var>& xs, const std::string& expr, Loc loc) {
   if (xs.empty() || !xs[0].valid()) return Var();

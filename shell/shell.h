@@ -126,6 +126,8 @@ Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2d
 // The same with given weights and bias (an invalid Var b: no bias); opt's geometry, groups and
 // activation apply, its names, inits and `bias` do not.
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
+// Pooling (NCHW): the mean of each channel, [N, C, H, W] -> [N, C, 1, 1].
+Var global_avg_pool(At x);
 
 // Pooling (NCHW), as PyTorch's max_pool2d / avg_pool2d with ceil_mode=False: kernel, stride and
 // pad are {h, w}; an empty stride is the kernel. Max pads with −inf; count_include_pad says
@@ -195,6 +197,10 @@ Var copy(At x);
 Var fill(At like, float value);
 Var expand(At x, std::vector<int64_t> shape);
 Var pad(At x, std::vector<int64_t> pads, float value = 0);
+// x as the matrix [prod(dims[:axis]), prod(dims[axis:])] (ONNX Flatten); axis may be negative.
+Var flatten(At x, int64_t axis = 1);
+// NCHW x with each pixel repeated into a scale[0] × scale[1] block (nearest neighbour).
+Var upsample_nearest(At x, std::vector<int64_t> scale);
 Var step(At x);
 
 // Losses (scalar means over the batch)

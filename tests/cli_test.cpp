@@ -340,6 +340,34 @@ TEST_F(CliTest, RunOutWritesATemporaryThePlannerWouldReuse) {
   for (int i = 0; i < 16; ++i) EXPECT_NEAR(a.f32[i], std::exp(x[i]), 1e-6f * std::exp(x[i])) << i;
 }
 
+// `nnasm run` is inference unless --train, whatever the listing's `mode` line says. The mode shows
+// in the --kernels listing (the program as run), which starts with `mode training` only in
+// training mode.
+TEST_F(CliTest, RunIsInferenceUnlessTrain) {
+  const std::string trained = put("trained.nnasm", std::string("mode training\n") + kRelu);
+  const std::string plain = put("relu.nnasm", kRelu);
+  const float x[6] = {-1, 2, -3, 4, 0.5f, -0.25f};
+  const std::string in = "x=" + put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, x);
+  const std::string values = "%y: f32[2,3]\n[[  0,   2,   0],\n [  4, 0.5,   0]]\n";
+  for (const std::string& f : {trained, plain}) {
+    ToolResult r = tool({"run", f, "--in", in, "--kernels"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find("mode training"), std::string::npos) << f << "\n" << r.out;
+    EXPECT_NE(r.out.find("forward:"), std::string::npos) << r.out;
+    ToolResult t = tool({"run", f, "--in", in, "--kernels", "--train"});
+    ASSERT_EQ(t.code, 0) << t.err;
+    EXPECT_EQ(t.out.rfind("mode training\n", 0), 0u) << f << "\n" << t.out;
+    // RELU does not depend on the mode: the same values either way.
+    EXPECT_EQ(r.out.substr(r.out.size() - values.size()), values);
+    EXPECT_EQ(t.out.substr(t.out.size() - values.size()), values);
+    EXPECT_EQ(tool({"run", f, "--in", in, "--train"}).out, values);
+  }
+  ToolResult h = tool({"run", "--help"});
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--train"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("inference"), std::string::npos) << h.out;
+}
+
 TEST_F(CliTest, BadUsageExits1) {
   const std::string f = put("relu.nnasm", kRelu);
   EXPECT_EQ(tool({}).code, 1);

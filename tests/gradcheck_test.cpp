@@ -388,7 +388,22 @@ const std::map<Opcode, Cases>& gradcheck_table() {
          [](Graph& g) {
            Var a = g.input("a", {2, 3}), b = g.input("b", {4, 3});
            return Built{concat({a, b, a}, 0), {a, b}};
+         }},
+        {"NCHW along channels",
+         [](Graph& g) {
+           Var a = g.input("a", {2, 3, 2, 3}), b = g.input("b", {2, 1, 2, 3});
+           return Built{concat({a, b}, 1), {a, b}};
          }}}},
+      {Opcode::FLATTEN,
+       {unary("axis=1 (default)", [](Var x) { return flatten(x); }, {}, Shape{2, 3, 2, 2}),
+        unary("axis=-1", [](Var x) { return flatten(x, -1); })}},
+      {Opcode::UPSAMPLE_NEAREST,
+       {unary("scale=[2,3]", [](Var x) { return upsample_nearest(x, {2, 3}); }, {}, Shape{1, 2, 3, 2}),
+        unary("scale=[1,2]", [](Var x) { return upsample_nearest(x, {1, 2}); }, {}, Shape{2, 1, 2, 3}),
+        unary("scale=[3,1]", [](Var x) { return upsample_nearest(x, {3, 1}); }, {}, Shape{1, 1, 2, 3})}},
+      {Opcode::GLOBAL_AVGPOOL,
+       {unary("[2,3,3,4]", [](Var x) { return global_avg_pool(x); }, {}, Shape{2, 3, 3, 4}),
+        unary("1x1 planes", [](Var x) { return global_avg_pool(x); }, {}, Shape{2, 3, 1, 1})}},
       {Opcode::SLICE,
        {unary("axis=1 [1:3]", [](Var x) { return slice(x, 1, 1, 3); }),
         unary("axis=-1 [-3:-1]", [](Var x) { return slice(x, -1, -3, -1); })}},

@@ -5,7 +5,8 @@
 // ISA level the machine has, over lengths 1…W−1, W, W+1, 2W+3, 1000, 10007 and several row counts,
 // with special values (NaN, ±inf, ±1000) scattered in. Each check asserts the kernel that ran (by
 // name), the results against the reference within the op's stated bound, the output's guard band,
-// and that two runs give the same bits. Every op of the REDUCE category, the softmax losses and the
+// and that two runs give the same bits. GLOBAL_AVGPOOL must run REDUCE_MEAN's row kernel, bit for
+// bit. Every op of the REDUCE category, the softmax losses and the
 // norm clip must have a JIT hook and a case here.
 #include <algorithm>
 #include <cmath>
@@ -365,10 +366,35 @@ TEST(JitClipGradNorm, TwoRunsBitwiseEqual) {
   }
 }
 
+// ---- GLOBAL_AVGPOOL: REDUCE_MEAN's row kernel over the N·C planes ----
+
+// The kernel that runs is REDUCE_MEAN's for [N·C, H·W] along the last axis (checked against the
+// reference above), so the results must be its bits exactly.
+TEST(JitGlobalAvgPool, IsReduceMeanOfThePlanes) {
+  std::mt19937 rng(14);
+  for (Isa isa : isas())
+    for (int64_t len : lengths(isa))
+      for (const Shape& s : {Shape{1, 1, 1, len}, Shape{2, 3, len, 1}, Shape{3, 1, 1, len}}) {
+        std::string err;
+        auto j = build(Opcode::GLOBAL_AVGPOOL, {}, {TensorType{DType::F32, s}}, false, JitConfig{true, isa}, &err);
+        auto m = build(Opcode::REDUCE_MEAN, {}, {TensorType{DType::F32, Shape{s[0] * s[1], s[2] * s[3]}}}, false,
+                       JitConfig{true, isa}, &err);
+        ASSERT_TRUE(j && m) << err;
+        EXPECT_EQ(std::string(j->ex->kernel_name(0)), fmt::format("f32_reduce_mean__{}_row", isa_name(isa)));
+        for (bool specials : {false, true}) {
+          const std::string p = run_and_compare(
+              *j, *m, [&](std::vector<Tensor*>& ts) { fill_x(*ts[0], rng, specials); },
+              [](int64_t, float) { return 0.0; });
+          EXPECT_TRUE(p.empty()) << isa_name(isa) << " " << s.str() << (specials ? " specials" : "") << "\n" << p;
+        }
+      }
+}
+
 // ---- coverage and code pages ----
 
 TEST(JitRowwiseCoverage, EveryReductionAndSoftmaxLossHasAJitKernelAndACase) {
-  std::set<Opcode> covered = {Opcode::SOFTMAX_CE, Opcode::SOFTMAX_CE_BWD, Opcode::CLIP_GRAD_NORM};
+  std::set<Opcode> covered = {Opcode::SOFTMAX_CE, Opcode::SOFTMAX_CE_BWD, Opcode::CLIP_GRAD_NORM,
+                              Opcode::GLOBAL_AVGPOOL};
   for (const AxisCase& c : axis_cases()) covered.insert(c.op);
   for (const OpInfo& info : all_ops()) {
     if (info.category != OpCategory::REDUCE) continue;

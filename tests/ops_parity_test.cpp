@@ -789,6 +789,9 @@ void cases_concat(ParityRun& r) {
       {{Shape{65, 7}, Shape{65, 70}}, 1, DType::F32},
       {{Shape{2, 3, 4, 5}, Shape{2, 3, 1, 5}, Shape{2, 3, 2, 5}}, 2, DType::F32},
       {{Shape{2, 1, 3}, Shape{2, 1, 3}, Shape{2, 1, 3}, Shape{2, 1, 3}}, 1, DType::F32},
+      // NCHW along channels (a U-Net's skip connection), odd planes.
+      {{Shape{2, 3, 5, 7}, Shape{2, 1, 5, 7}, Shape{2, 16, 5, 7}}, 1, DType::F32},
+      {{Shape{1, 17, 3, 3}, Shape{1, 15, 3, 3}}, 1, DType::I32},
   };
   for (const Case& c : cases) {
     std::vector<HostTensor> xs;
@@ -1356,6 +1359,8 @@ void cases_rmsprop(ParityRun& r) {
 }
 
 // ---------------------------------------------------------------------------------------------
+#include "tests/parity_cases_shape4d.h"
+
 // The table, stamped from the opcode table
 
 #include "tests/parity_cases_norm.h"
@@ -1410,6 +1415,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CALC, cases_calc},
       {Opcode::EXPAND, cases_expand},
       {Opcode::PAD, cases_pad},
+      {Opcode::FLATTEN, cases_flatten},
+      {Opcode::UPSAMPLE_NEAREST, cases_upsample_nearest},
+      {Opcode::GLOBAL_AVGPOOL, cases_global_avgpool},
       {Opcode::SOFTMAX_CE, cases_softmax_ce},
       {Opcode::SOFTMAX_CE_BWD, cases_softmax_ce_bwd},
       {Opcode::MSE, cases_mse},
@@ -1874,6 +1882,8 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::SLICE: return {{Shape{3, 4}}, {imm_i("axis", 0), imm_i("start", 0), imm_i("end", 2)}};
     case Opcode::BATCHNORM2D: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{3}}, {}};
     case Opcode::BATCHNORM2D_BWD: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{2, 3, 4, 4}}, {}};
+    case Opcode::UPSAMPLE_NEAREST: return {{Shape{2, 3, 4, 5}}, {}};
+    case Opcode::GLOBAL_AVGPOOL: return {{Shape{2, 3, 4, 5}}, {}};
     default: break;
   }
   switch (info.category) {

@@ -81,6 +81,44 @@ TEST(Shell, LinearInfersItsWeightShapes) {
   EXPECT_EQ(y.type().str(), "f32[8,10]");
 }
 
+// A decoder step of a U-Net: upsample, concatenate the skip connection along channels, then pool
+// and flatten into a classifier's rows; the listing reads back to the same program.
+TEST(Shell, NchwShapeOpsRecordTheirShapes) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var low = g.input("low", {2, 4, 3, 5}), skip = g.input("skip", {2, 3, 6, 10});
+  Var up = upsample_nearest(low, {2, 2});
+  Var cat = concat({up, skip}, 1);
+  Var pooled = global_avg_pool(cat);
+  Var rows = flatten(pooled);
+  Var cols = flatten(cat, -2);
+  g.output(rows, "rows");
+  g.output(cols, "cols");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  EXPECT_EQ(up.type().str(), "f32[2,4,6,10]");
+  EXPECT_EQ(cat.type().str(), "f32[2,7,6,10]");
+  EXPECT_EQ(pooled.type().str(), "f32[2,7,1,1]");
+  EXPECT_EQ(rows.type().str(), "f32[2,7]");
+  EXPECT_EQ(cols.type().str(), "f32[14,60]");
+  EXPECT_EQ(opcodes(p), (std::vector<Opcode>{Opcode::UPSAMPLE_NEAREST, Opcode::CONCAT, Opcode::GLOBAL_AVGPOOL,
+                                             Opcode::FLATTEN, Opcode::FLATTEN}));
+  Context ctx2;
+  Program q(ctx2);
+  const Status st = program_parse(program_print(p), "unet.nnasm", &q);
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_EQ(program_print(q), program_print(p));
+  // A shape error names the op, the operand and the call.
+  const int line = __LINE__ + 1;
+  Var bad = upsample_nearest(rows, {2, 2});
+  EXPECT_FALSE(bad.valid());
+  EXPECT_NE(g.status().message().find(fmt::format("shell_test.cpp:{}: error: UPSAMPLE_NEAREST: input operand 1 "
+                                                  "(f32[2,7]) must be NCHW (rank 4)",
+                                                  line)),
+            std::string::npos)
+      << g.status().message();
+}
+
 TEST(Shell, ShapeErrorNamesOpOperandsAndTheCall) {
   Context ctx;
   Program p(ctx);

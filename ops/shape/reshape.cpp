@@ -1,11 +1,23 @@
-// RESHAPE: the same elements under a new shape.
+// RESHAPE and FLATTEN: the same elements under a new shape. FLATTEN is RESHAPE with the shape
+// derived from an axis, so the two share their kernel and backward rule.
 //
+// RESHAPE
 // Computes   y = x viewed as `shape` (row-major order unchanged).
 // Inputs     x: f32 or i32, any shape.
 // Outputs    y: x's dtype, `shape`; one entry may be −1 (inferred from the element count).
 // Immediates shape: ints, required.
 // Gradient   dy reshaped back to x's shape.
 // Kernels    a copy (the memory planner of a later issue can make it free by aliasing).
+//
+// FLATTEN (ONNX Flatten)
+// Computes   y = x viewed as [prod(dims[:axis]), prod(dims[axis:])] (row-major order unchanged;
+//            an empty product is 1).
+// Inputs     x: f32 or i32, any rank (rank 0 gives [1, 1]).
+// Outputs    y: x's dtype, rank 2.
+// Immediates axis: i64, default 1; −rank ≤ axis ≤ rank, negative counts from the end (axis =
+//            rank gives [numel, 1], axis = 0 gives [1, numel]).
+// Gradient   dy reshaped back to x's shape (RESHAPE), as RESHAPE's.
+// Kernels    RESHAPE's copy; no JIT (a memcpy is already at memory bandwidth).
 #include <cstring>
 
 #include "ops/op.h"
@@ -50,6 +62,21 @@ Status reshape_shape(const Instruction& ins, const std::vector<TensorType>& in, 
   return Status::ok();
 }
 
+enum { FLATTEN_AXIS };
+
+Status flatten_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  const Shape& x = in[0].shape;
+  const int64_t a = ins.i(FLATTEN_AXIS);
+  if (a < -x.rank || a > x.rank)
+    return Status::errorf("FLATTEN: axis {} is out of range for {} (allowed {}..{})", a, operand_str(ins, 0, in[0]),
+                          -x.rank, x.rank);
+  const int axis = static_cast<int>(a < 0 ? a + x.rank : a);
+  int64_t rows = 1;
+  for (int d = 0; d < axis; ++d) rows *= x[d];
+  (*out)[0] = TensorType{in[0].dtype, Shape{rows, x.numel() / rows}};
+  return Status::ok();
+}
+
 void copy_bytes(const KernelArgs* k) {
   std::memcpy(k->out[0], k->in[0], static_cast<size_t>(k->in_type[0].shape.numel()) * 4);
 }
@@ -63,5 +90,6 @@ Status reshape_grad(GradBuilder& b, const Instruction& ins, const std::vector<Te
 }  // namespace
 
 OpHooks op_hooks_RESHAPE() { return {reshape_shape, copy_bytes, nullptr, reshape_grad}; }
+OpHooks op_hooks_FLATTEN() { return {flatten_shape, copy_bytes, nullptr, reshape_grad}; }
 
 }  // namespace nnasm

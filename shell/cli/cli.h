@@ -24,6 +24,7 @@ struct RunOptions {
   uint64_t seed = 0;
   bool kernels = false;  // print the listing with the kernel each instruction got
   int opt_level = -1;    // -O0 / -O1; -1: the context's default (NNASM_OPT, else 1)
+  bool train = false;    // run in training mode; else inference, whatever the listing's `mode` says
 };
 
 struct OptOptions {
@@ -50,8 +51,9 @@ Status cmd_info(const InfoOptions& o);
 // (--print) or a one-line summary to stdout.
 Status cmd_check(const CheckOptions& o);
 
-// `nnasm run`: parses, binds the inputs from .npy files, runs, then writes the requested tensors
-// to .npy files or, without --out, prints every program output to stdout.
+// `nnasm run`: parses, binds the inputs from .npy files, runs the forward section in inference
+// mode (training mode with --train; a listing's `mode training` line does not count), then writes
+// the requested tensors to .npy files or, without --out, prints every program output to stdout.
 Status cmd_run(const RunOptions& o);
 
 // `nnasm opt`: parses a listing, runs the optimizer's passes and writes the optimized listing;

@@ -1,5 +1,5 @@
-// `nnasm run FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--seed N]`: runs a listing
-// once on inputs from .npy files. Everything a user can get wrong (names, missing inputs, dtypes,
+// `nnasm run FILE [--in NAME=PATH.npy]... [--out NAME=PATH.npy]... [--seed N] [--train]`: runs a
+// listing once on inputs from .npy files, in inference mode unless --train is given. Everything a user can get wrong (names, missing inputs, dtypes,
 // shapes, unreadable files) is checked before Executor::prepare allocates the model, so a mistake
 // costs nothing and the message names both sides of the mismatch.
 #include <cstdio>
@@ -94,10 +94,15 @@ Status cmd_run(const RunOptions& o) {
     out_ids.push_back(id);
   }
 
+  // The mode is the command line's, not the listing's: a listing saved from a training program
+  // says `mode training`, yet running it is inference unless asked. Set on the program too, so
+  // the optimizer and the --kernels listing see the mode the run has.
+  prog.set_training(o.train);
   if (o.has_seed) ctx.set_seed(o.seed);
   if (o.opt_level >= 0) ctx.set_opt_level(o.opt_level);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(prog);
   if (!ex) return fail("{}: {}", o.file, ex.status().message());
+  (*ex)->set_training(o.train);
   for (auto& [id, a] : data) {
     Tensor& t = ctx.at(id);
     const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();

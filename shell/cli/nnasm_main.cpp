@@ -33,6 +33,7 @@ int tool_main(int argc, char** argv) {
       "  nnasm check model.nnasm --print\n"
       "  nnasm run model.nnasm --in x=x.npy --out y=y.npy --seed 7\n"
       "  nnasm run model.nnasm --in x=x.npy --kernels\n"
+      "  nnasm run model.nnasm --in x=x.npy --train\n"
       "  nnasm opt model.nnasm --diff\n"
       "  NNASM_ISA=avx2 nnasm info model.nnasm\n"
       "  nnasm info model.nnasm --memory");
@@ -43,7 +44,8 @@ int tool_main(int argc, char** argv) {
   check_cmd->add_flag("--print", check.print, "Write the normalized listing to stdout");
 
   nnasm::RunOptions run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run a listing once on inputs from .npy files");
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run a listing once on inputs from .npy files (inference unless --train)");
   run_cmd->add_option("FILE", run.file, "Listing to run")->required();
   run_cmd->add_option("--in", run.ins, "Bind input NAME to a .npy file (repeat for each input)")
       ->type_name("NAME=PATH.npy");
@@ -61,6 +63,9 @@ int tool_main(int argc, char** argv) {
       },
       "");
   run_cmd->add_flag("--kernels", run.kernels, "Print the listing with the kernel each instruction got");
+  run_cmd->add_flag("--train", run.train,
+                    "Run in training mode (dropout active, batch statistics); without it the run is inference, "
+                    "even for a listing that says `mode training`");
   CLI::Option* seed = run_cmd->add_option("--seed", run.seed, "Seed for initializing params (default: fixed)")
                           ->type_name("N")
                           ->check(seed_check);
