@@ -69,8 +69,9 @@ TEST_P(PassGolden, MatchesAndComputesTheSame) {
   Program back(ctx2);
   const Status parsed = program_parse(got, out_path, &back);
   EXPECT_TRUE(parsed) << parsed.message();
-  // A CALC runs its ops' own arithmetic in the chain's order: equal to the last bit.
-  const double tol = name == "chain-fusion" ? 0 : 1e-6;
+  // A CALC runs its ops' own arithmetic in the chain's order: equal to the last bit. Folding a
+  // batch norm into a convolution's weights rounds each product once more.
+  const double tol = name == "chain-fusion" ? 0 : name == "bn-fold" ? 1e-5 : 1e-6;
   const auto want = run_values(p), have = run_values(q);
   ASSERT_EQ(want.size(), have.size());
   for (const auto& [tensor, values] : want) {

@@ -14,6 +14,7 @@ const std::vector<PassInfo>& all_passes() {
       {"scale-fold", 1, pass_scale_fold, "SCALE into ADD/SUB's alpha and beta; scales of scales multiply"},
       {"transpose-fold", 1, pass_transpose_fold, "a transpose of the last two dimensions into MATMUL's flags"},
       {"linear-fusion", 1, pass_linear_fusion, "MATMUL then ADD of a bias row becomes LINEAR"},
+      {"bn-fold", 1, pass_bn_fold, "an inference BATCHNORM2D after a CONV2D becomes weights and a bias computed from its params"},
       {"act-fusion", 1, pass_act_fusion, "an activation that is the only reader of a MATMUL, LINEAR or CONV2D becomes its act= epilogue"},
       {"chain-fusion", 1, pass_chain_fusion,
        "a tree of elementwise ops whose intermediates nobody else reads becomes one CALC"},

@@ -59,6 +59,7 @@ Result<int> pass_identities(Program& p);
 Result<int> pass_scale_fold(Program& p);
 Result<int> pass_transpose_fold(Program& p);
 Result<int> pass_linear_fusion(Program& p);
+Result<int> pass_bn_fold(Program& p);
 Result<int> pass_act_fusion(Program& p);
 Result<int> pass_chain_fusion(Program& p);
 Result<int> pass_cse(Program& p);
