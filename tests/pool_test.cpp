@@ -127,7 +127,7 @@ TEST(Pool, BackwardOpsHaveNoGradientAndSaySo) {
     ASSERT_TRUE(g.status()) << g.status().message();
     const Result<std::vector<TensorId>> r = grad(p, y.id(), {dy.id()});
     ASSERT_FALSE(r.is_ok());
-    const std::string& m = r.status().message();
+    const std::string m = r.status().message();
     EXPECT_NE(m.find(std::string("(") + op_info(op).mnemonic + " -> "), std::string::npos) << m;
     EXPECT_NE(m.find("has no backward rule"), std::string::npos) << m;
   }
