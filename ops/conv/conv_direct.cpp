@@ -31,6 +31,22 @@ using namespace Xbyak::util;
 constexpr int VREGS = 16;
 constexpr int64_t MAX_DISP = int64_t(1) << 30;  // byte offsets the code bakes in stay below this
 
+// Emits block(ob) for og / ob full blocks of output channels (a runtime loop on `counter`), then
+// block(og % ob) once for the rest. Each block leaves its pointers advanced past its channels.
+template <class Block>
+void channel_blocks(CodeGenerator& g, const Reg64& counter, int64_t og, int ob, Block block) {
+  const int64_t full = og / ob, rest = og % ob;
+  if (full > 0) {
+    Label top;
+    g.mov(counter, full);
+    g.L(top);
+    block(ob);
+    g.dec(counter);
+    g.jnz(top, CodeGenerator::T_NEAR);
+  }
+  if (rest > 0) block(static_cast<int>(rest));
+}
+
 // The block shape: nv vectors of output columns (of nvec in a row) × ob output channels. In the
 // tap loop the registers hold ob·nv accumulators, the nv input vectors of the tap and one
 // broadcast weight (plus the tail mask); each tap loads nv + ob values for ob·nv FMAs, so the
@@ -73,16 +89,7 @@ class Gen {
       f.load_in(rW, 1);
       if (d_.bias) f.load_in(rB, 2);
       f.load_out(rY, 0);
-      const int64_t full = d_.og / b_.ob, rest = d_.og % b_.ob;
-      if (full > 0) {
-        Label top;
-        g_.mov(rBlk, full);
-        g_.L(top);
-        channel_block(b_.ob);
-        g_.dec(rBlk);
-        g_.jnz(top, CodeGenerator::T_NEAR);
-      }
-      if (rest > 0) channel_block(static_cast<int>(rest));
+      channel_blocks(g_, rBlk, d_.og, b_.ob, [this](int ob) { channel_block(ob); });
     }
     v_.finish();
     return Status::ok();
@@ -184,16 +191,7 @@ class WeightGen {
       f.load_in(rX0, 0);
       f.load_in(rDy, 1);
       f.load_out(rAcc, 0);
-      const int64_t full = d_.og / ob_, rest = d_.og % ob_;
-      if (full > 0) {
-        Label top;
-        g_.mov(rBlk, full);
-        g_.L(top);
-        channel_block(ob_);
-        g_.dec(rBlk);
-        g_.jnz(top, CodeGenerator::T_NEAR);
-      }
-      if (rest > 0) channel_block(static_cast<int>(rest));
+      channel_blocks(g_, rBlk, d_.og, ob_, [this](int ob) { channel_block(ob); });
     }
     v_.finish();
     return Status::ok();
