@@ -75,9 +75,9 @@ void maxpool_bwd_2x2(const PoolGeom& g, const float* dy, const float* x, float* 
         const float m = std::max(std::max(a, b), std::max(c, e));  // the maximum when no NaN
         const bool nan = (a != a) | (b != b) | (c != c) | (e != e);
         const bool sa = ((a == m) & !nan) | (a != a);
-        const bool sb = !sa & (((b == m) & !nan) | (b != b));
-        const bool sc = !(sa | sb) & (((c == m) & !nan) | (c != c));
-        const bool se = !(sa | sb | sc) & (((e == m) & !nan) | (e != e));
+        const bool sb = (!sa) & (((b == m) & !nan) | (b != b));
+        const bool sc = (!(sa | sb)) & (((c == m) & !nan) | (c != c));
+        const bool se = (!(sa | sb | sc)) & (((e == m) & !nan) | (e != e));
         dx0[2 * ox] = sa ? v : 0.f;
         dx0[2 * ox + 1] = sb ? v : 0.f;
         dx1[2 * ox] = sc ? v : 0.f;
