@@ -261,6 +261,19 @@ TEST(ParallelSteps, ConvTrainingIsBitwiseTheSame) {
       true);
 }
 
+// One image (batch-1 inference) splits its output channels instead, 8 or more a part: 27 channels
+// make 2 and 3 parts of uneven size, each with its own channel blocking and tail.
+TEST(ParallelSteps, SingleImageConvSplitsItsChannels) {
+  expect_same_for_any_threads(
+      [](Program&, Graph& g) {
+        Conv2dOptions o;
+        o.pad = {1, 1};
+        o.act = Activation::RELU;
+        g.output(conv2d(g.input("x", {1, 16, 37, 29}), 27, {3, 3}, o), "y");
+      },
+      false);
+}
+
 TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {
   expect_same_for_any_threads(
       [](Program&, Graph& g) {

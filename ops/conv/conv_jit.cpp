@@ -20,6 +20,7 @@ constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a spl
 struct ConvKernel {
   ConvGeom g;
   int64_t n0 = 0, n1 = 0;
+  int64_t o0 = 0;  // the part's first output channel (a channel split: o0 … o0 + dc.og)
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
@@ -38,6 +39,12 @@ bool direct_data_gradient(const ConvGeom& g) {
 DirectConv direct_geometry(const ConvGeom& g, ConvPass pass) {
   if (pass != ConvPass::BACKWARD_DATA) return DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
   return DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
+}
+
+// A single image's forward pass on the direct kernel splits its output channels into the parts
+// instead of its images (each output element is summed in the same order either way).
+bool split_channels(const ConvGeom& g, ConvPass pass) {
+  return pass == ConvPass::FORWARD && g.n == 1 && g.groups == 1 && direct_conv_applies(g);
 }
 
 void run_direct(KernelFn kernel, const float* xp, const float* w, const float* b, float* y) {
@@ -59,8 +66,8 @@ void forward_direct(const KernelArgs* a, const void* data) {
   for (int64_t n = k.n0; n < k.n1; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
-      run_direct(k.direct, xp, w + grp * g.og() * g.k(), b ? b + grp * g.og() : nullptr,
-                 y + n * out_image + grp * g.og() * g.p());
+      const int64_t o = grp * g.og() + k.o0;
+      run_direct(k.direct, xp, w + o * g.k(), b ? b + o : nullptr, y + n * out_image + o * g.p());
     }
 }
 
@@ -255,15 +262,17 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
 int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
   if (pass == ConvPass::BACKWARD_WEIGHT || threads <= 1) return 1;
   const int64_t flops = 2 * g.n * g.o * g.p() * g.k();
-  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(flops / PART_FLOPS, g.n), 1, threads));
+  const int64_t units = split_channels(g, pass) ? g.o / 8 : g.n;  // at least 8 channels a part
+  return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(flops / PART_FLOPS, units), 1, threads));
 }
 
 Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCache& cache, ConvPass pass,
                                                   const ConvGeom& g) {
   auto k = std::make_shared<ConvKernel>();
   k->g = g;
-  k->n0 = g.n * r.part / r.n_parts;
-  k->n1 = g.n * (r.part + 1) / r.n_parts;
+  const bool by_channel = split_channels(g, pass);
+  k->n0 = by_channel ? 0 : g.n * r.part / r.n_parts;
+  k->n1 = by_channel ? g.n : g.n * (r.part + 1) / r.n_parts;
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
   const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
                                       static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
@@ -271,6 +280,10 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                       r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
   if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
     k->dc = direct_geometry(g, pass);
+    if (by_channel) {
+      k->o0 = g.o * r.part / r.n_parts;
+      k->dc.og = g.o * (r.part + 1) / r.n_parts - k->o0;
+    }
     if (pass == ConvPass::FORWARD) {
       k->dc.bias = k->bias;
       k->dc.act = static_cast<Activation>(r.ins.i(CONV_ACT));
