@@ -129,6 +129,17 @@ Cases matmul_cases() {
                  Var b = g.input("b", {2, 4, 2});
                  return Built{matmul(a, b), {a, b}};
                }});
+  // A fused activation (the act-fusion pass writes it): its derivative comes from the output, as
+  // LINEAR's. Smooth ones, so no nudge crosses a kink.
+  for (const char* act : {"tanh", "sigmoid"})
+    v.push_back({fmt::format("act={} transB=1", act), [act](Graph& g) {
+                   Var a = g.input("a", {3, 4});
+                   Var b = g.input("b", {5, 4});
+                   const Activation f = std::string(act) == "tanh" ? Activation::TANH : Activation::SIGMOID;
+                   Var y = g.record(Opcode::MATMUL, {a, b},
+                                    {{"transB", imm_i(1)}, {"act", imm_i(static_cast<int64_t>(f))}}, Loc::here());
+                   return Built{y, {a, b}};
+                 }});
   return v;
 }
 
