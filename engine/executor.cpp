@@ -140,6 +140,11 @@ void Executor::build_streams() {
   }
 }
 
+void Executor::run_step(const Step& s) {
+  if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
+  else s.fn(&s.args);
+}
+
 void Executor::run(Section sec) {
   const int k = static_cast<int>(sec);
   if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
@@ -147,30 +152,21 @@ void Executor::run(Section sec) {
     stream_[k](nullptr);
   } else {
     const auto [b, e] = sections_[k];
-    for (size_t i = b; i < e; ++i) {
-      const Step& s = steps_[i];
-      if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
-      else s.fn(&s.args);
-    }
+    for (size_t i = b; i < e; ++i) run_step(steps_[i]);
   }
 }
 
 void Executor::run_timed(Section sec, double* seconds) {
+  if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
   const auto [b, e] = sections_[static_cast<int>(sec)];
   for (size_t i = b; i < e; ++i) {
-    const Step& s = steps_[i];
     const auto t0 = std::chrono::steady_clock::now();
-    if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
-    else s.fn(&s.args);
+    run_step(steps_[i]);
     seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  if (sec == Section::FORWARD) ++state_.run_index;
 }
 
-void Executor::run_parallel(const void* step) {
-  const Step& s = *static_cast<const Step*>(step);
-  s.pool->run(s.n_parts, run_part, s.parts);
-}
+void Executor::run_parallel(const void* step) { run_step(*static_cast<const Step*>(step)); }
 
 void Executor::train_step() {
   run(Section::FORWARD);

@@ -43,9 +43,9 @@ class Executor {
   void run(Section s);
   // One training step: forward, backward, update. No allocation.
   void train_step();
-  // Runs section s as run(s) does, but step by step through the interpreter loop, adding each
-  // instruction's wall time in seconds to seconds[i] (i indexes program().code(); the array
-  // holds at least that many). For profiles (which instructions take the time), not for the hot
+  // Runs section s as run(s) does (the same run index), but step by step through the interpreter
+  // loop, adding each instruction's wall time in seconds to seconds[i] (i indexes
+  // program().code(); the array holds at least that many). For profiles (which instructions take the time), not for the hot
   // path: it reads the clock twice per instruction. No allocation.
   void run_timed(Section s, double* seconds);
 
@@ -95,6 +95,8 @@ class Executor {
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
   // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);
+  // One step on the calling thread, or its parts on the pool.
+  static void run_step(const Step& s);
   static void run_part(void* parts, int task);
   static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
   // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;

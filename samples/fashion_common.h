@@ -25,6 +25,15 @@
 
 namespace nnasm::samples {
 
+// [batch, sample...]: a batch of samples shaped `sample`.
+inline Shape batched(int64_t batch, const Shape& sample) {
+  Shape s;
+  s.rank = sample.rank + 1;
+  s[0] = batch;
+  for (int d = 0; d < sample.rank; ++d) s[d + 1] = sample[d];
+  return s;
+}
+
 // Records `model` on a [1, sample_shape...] input named x (softmax on top), copies the params of
 // `trained` into it by name, and returns the median time of one forward run in microseconds.
 inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, const std::function<Var(Var)>& model,
@@ -32,11 +41,7 @@ inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, cons
   Context ctx;
   Program p(ctx);
   Graph g(p);
-  Shape s = sample_shape;
-  s.rank = sample_shape.rank + 1;
-  s[0] = 1;
-  for (int d = 0; d < sample_shape.rank; ++d) s[d + 1] = sample_shape[d];
-  g.output(softmax(model(g.input("x", s))), "probs");
+  g.output(softmax(model(g.input("x", batched(1, sample_shape)))), "probs");
   if (!g.status()) return g.status();
   auto ex = Executor::prepare(p);
   if (!ex) return ex.status();
@@ -114,11 +119,7 @@ inline int fashion_main(int argc, char** argv, const FashionSample& spec) {
   Context ctx(seed);
   Program program(ctx);
   Graph g(program);
-  Shape xs;
-  xs.rank = spec.sample_shape.rank + 1;
-  xs[0] = BATCH;
-  for (int d = 0; d < spec.sample_shape.rank; ++d) xs[d + 1] = spec.sample_shape[d];
-  Var x = g.input("x", xs);
+  Var x = g.input("x", batched(BATCH, spec.sample_shape));
   Var labels = g.input("labels", {BATCH}, DType::I32);
   Var logits = spec.model(x);
   g.output(logits, "logits");

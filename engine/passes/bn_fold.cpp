@@ -25,8 +25,6 @@ namespace nnasm {
 
 namespace {
 
-enum { BN_EPS };
-
 // A temporary of `type` named after `base`.
 Result<TensorId> temporary(Program& p, const std::string& base, const TensorType& type) {
   TensorDesc d;
@@ -91,7 +89,7 @@ Result<int> pass_bn_fold(Program& p) {
       if (!*r) return r->status();
 
     std::vector<Instruction>& ins = before[k];
-    ins.push_back(calc({gamma, var}, *s, fmt::format("div(%0,sqrt(add(%1,{})))", float_to_string(bn.f(BN_EPS))), conv));
+    ins.push_back(calc({gamma, var}, *s, fmt::format("div(%0,sqrt(add(%1,{})))", float_to_string(bn.f(imm_index(bn.info(), "eps")))), conv));
     Instruction reshape = at(make_instruction(Opcode::RESHAPE, {*s}, {*s4}), conv);
     reshape.imm[0] = imm_ints({channels, 1, 1, 1});
     ins.push_back(std::move(reshape));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
@@ -47,11 +48,12 @@ bool split_channels(const ConvGeom& g, ConvPass pass) {
   return pass == ConvPass::FORWARD && g.n == 1 && g.groups == 1 && direct_conv_applies(g);
 }
 
-void run_direct(KernelFn kernel, const float* xp, const float* w, const float* b, float* y) {
-  const void* in[] = {xp, w, b};
-  void* out[] = {y};
-  const KernelArgs args{in, out, nullptr, nullptr, nullptr, b ? 3 : 2, 1, nullptr, nullptr};
-  kernel(&args);
+// Calls a generated kernel the drivers hold on one output (a GEMM, a direct convolution, an
+// epilogue): inputs in order, no types or instruction (generated code reads neither).
+void call(KernelFn fn, std::initializer_list<const void*> in, void* out, void* scratch = nullptr) {
+  void* outs[] = {out};
+  const KernelArgs args{in.begin(), outs, nullptr, nullptr, nullptr, static_cast<int>(in.size()), 1, scratch, nullptr};
+  fn(&args);
 }
 
 void forward_direct(const KernelArgs* a, const void* data) {
@@ -67,7 +69,7 @@ void forward_direct(const KernelArgs* a, const void* data) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
       const int64_t o = grp * g.og() + k.o0;
-      run_direct(k.direct, xp, w + o * g.k(), b ? b + o : nullptr, y + n * out_image + o * g.p());
+      call(k.direct, {xp, w + o * g.k(), b ? b + o : nullptr}, y + n * out_image + o * g.p());
     }
 }
 
@@ -85,10 +87,7 @@ void backward_weight_direct(const KernelArgs* a, const void* data) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
-      const void* in[] = {xp, dy + n * out_image + grp * g.og() * g.p()};
-      void* out[] = {sums + grp * g.og() * g.k() * 8};
-      const KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, nullptr, nullptr};
-      k.direct(&args);
+      call(k.direct, {xp, dy + n * out_image + grp * g.og() * g.p()}, sums + grp * g.og() * g.k() * 8);
     }
   for (int64_t e = 0; e < g.o * g.k(); ++e) {
     const float* l = sums + e * 8;
@@ -116,7 +115,7 @@ void backward_data_direct(const KernelArgs* a, const void* data) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, dy + n * out_image + grp * g.og() * g.p(), g.ho, g.wo, (g.kh - 1) * g.dh - g.ph,
                       (g.kw - 1) * g.dw - g.pw, dyp);
-      run_direct(k.direct, dyp, wt + grp * g.k() * g.og(), nullptr, dx + n * image + grp * g.cg() * g.h * g.w);
+      call(k.direct, {dyp, wt + grp * g.k() * g.og()}, dx + n * image + grp * g.cg() * g.h * g.w);
     }
 }
 
@@ -137,13 +136,6 @@ GemmJitDesc gemm_desc(const ConvGeom& g, ConvPass pass) {
   return d;
 }
 
-void run_gemm(KernelFn gemm, const float* a, const float* b, float* c, void* scratch) {
-  const void* in[] = {a, b};
-  void* out[] = {c};
-  const KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, scratch, nullptr};
-  gemm(&args);
-}
-
 void forward(const KernelArgs* a, const void* data) {
   const ConvKernel& k = *static_cast<const ConvKernel*>(data);
   const ConvGeom& g = k.g;
@@ -161,14 +153,9 @@ void forward(const KernelArgs* a, const void* data) {
         im2col(g, x + n * image, grp, cols);
         m = cols;
       }
-      run_gemm(k.gemm, w + grp * g.og() * g.k(), m, yn + grp * g.og() * g.p(), gemm_scratch);
+      call(k.gemm, {w + grp * g.og() * g.k(), m}, yn + grp * g.og() * g.p(), gemm_scratch);
     }
-    if (k.epilogue) {
-      const void* in[] = {yn, k.bias ? a->in[2] : nullptr};
-      void* out[] = {yn};
-      const KernelArgs e{in, out, nullptr, nullptr, nullptr, k.bias ? 2 : 1, 1, nullptr, nullptr};
-      k.epilogue(&e);
-    }
+    if (k.epilogue) call(k.epilogue, {yn, k.bias ? a->in[2] : nullptr}, yn);
   }
 }
 
@@ -185,7 +172,7 @@ void backward_data(const KernelArgs* a, const void* data) {
   for (int64_t n = k.n0; n < k.n1; ++n) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       float* dst = g.pointwise() ? dx + n * image + grp * g.cg() * g.h * g.w : cols;
-      run_gemm(k.gemm, w + grp * g.og() * g.k(), dy + n * out_image + grp * g.og() * g.p(), dst, gemm_scratch);
+      call(k.gemm, {w + grp * g.og() * g.k(), dy + n * out_image + grp * g.og() * g.p()}, dst, gemm_scratch);
       if (!g.pointwise()) col2im_add(g, cols, grp, dx + n * image);
     }
   }
@@ -208,7 +195,7 @@ void backward_weight(const KernelArgs* a, const void* data) {
         im2col(g, x + n * image, grp, cols);
         m = cols;
       }
-      run_gemm(k.gemm, dy + n * out_image + grp * g.og() * g.p(), m, dw + grp * g.og() * g.k(), gemm_scratch);
+      call(k.gemm, {dy + n * out_image + grp * g.og() * g.p(), m}, dw + grp * g.og() * g.k(), gemm_scratch);
     }
   }
 }
