@@ -57,6 +57,9 @@ class Executor {
   // the forward run before them. set_run_index(i) makes the next forward run the i-th, so it
   // draws what the i-th run drew (the gradient checker pins it to compare runs with one mask).
   void set_run_index(uint64_t i) { forward_runs_ = i; }
+  // The index the next forward run gets: the forward runs done so far (save it with a model to
+  // resume training with the same dropout masks).
+  uint64_t run_index() const { return forward_runs_; }
 
   // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary's
   // storage is its arena slot, which this executor set if it was prepared last over it; its value

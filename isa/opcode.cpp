@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 namespace nnasm {
 namespace {
@@ -196,6 +197,17 @@ std::string imm_to_string(const Imm& v) {
     }
   }
   return "";
+}
+
+uint64_t opcode_table_hash() {
+  // The rows as the preprocessor sees them, schema macros expanded: any change to a row changes it.
+#define OPCODE(id, NAME, MN, NIN, NOUT, SCHEMA, CAT, FLAGS) #id " " MN " " #NIN " " #NOUT " " SCHEMA " " #CAT " " #FLAGS "\n"
+  static constexpr char kTable[] =
+#include "isa/opcodes.def"
+      ;
+#undef OPCODE
+  static const uint64_t hash = XXH3_64bits(kTable, sizeof kTable - 1);
+  return hash;
 }
 
 }  // namespace nnasm

@@ -81,6 +81,10 @@ const OpInfo& op_info(Opcode op);
 const OpInfo* op_by_mnemonic(std::string_view mnemonic);
 // Opcode::INVALID when `id` is not in the table (files store ids).
 Opcode opcode_from_id(uint32_t id);
+// XXH3-64 of the opcode table's text (every row of isa/opcodes.def: id, mnemonic, operand counts,
+// schema, category, flags). Model files record it, so a reader can tell a file written by a build
+// with a different instruction set.
+uint64_t opcode_table_hash();
 // Index of `key` in the op's immediate schema, or -1.
 int imm_index(const OpInfo& info, std::string_view key);
 // Formats an immediate value as the listing writes it ("1", "0.5", "[1,2]", "tanh", "\"a b\"":

@@ -3,13 +3,57 @@
 // library; every failure is a Status whose message is already in the form the user sees.
 #pragma once
 #include <cstdint>
+#include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "engine/shape.h"
 #include "engine/status.h"
+#include "isa/program.h"
+#include "serialize/model_file.h"
+#include "serialize/npy.h"
 
 namespace nnasm {
+
+// Exit statuses of the tool.
+enum ExitCode { EXIT_OK = 0, EXIT_USER_ERROR = 1, EXIT_INTERNAL_ERROR = 2 };
+
+// --quiet (0), default (1), --verbose (2). Notes go to standard error.
+void set_verbosity(int v);
+int verbosity();
+// A remark on what the tool decided (e.g. params left to their initializer); hidden by --quiet.
+template <typename... A>
+void note(fmt::format_string<A...> f, A&&... a) {
+  if (verbosity() >= 1) fmt::print(stderr, "nnasm: note: {}\n", fmt::format(f, std::forward<A>(a)...));
+}
+// Details only --verbose shows (what a model file holds, timings).
+template <typename... A>
+void note_verbose(fmt::format_string<A...> f, A&&... a) {
+  if (verbosity() >= 2) fmt::print(stderr, "nnasm: {}\n", fmt::format(f, std::forward<A>(a)...));
+}
+
+// Reads FILE as a model file (.nnm, recognized by its magic) or as a listing, finished and
+// checked. `meta` (may be null) describes a model file; `is_model` (may be null) says which it was.
+// With --quiet the context's log is silenced.
+Status load_program(const std::string& path, Program* p, ModelMeta* meta = nullptr, bool* is_model = nullptr);
+
+// "NAME=PATH": a command-line binding of a tensor to a file. `sigils` may prefix NAME.
+struct Binding {
+  std::string name;  // without its sigil
+  std::string path;
+};
+Status parse_binding(const std::string& arg, const char* flag, const char* sigils, Binding* b);
+// Reads each `--in NAME=PATH.npy` of `args` for an input of `prog` (named `file` in messages),
+// checking names, roles, dtypes and shapes; with `all`, every input must be given.
+Status read_inputs(const Program& prog, const std::string& file, const std::vector<std::string>& args, bool all,
+                   std::map<TensorId, NpyArray>* data);
+// Copies what read_inputs read into the inputs' storage (after prepare).
+void copy_inputs(Context& ctx, const std::map<TensorId, NpyArray>& data);
+// "%a, @b" or "none".
+std::string tensor_names(const Program& p, const std::vector<TensorId>& ids);
 
 struct CheckOptions {
   std::string file;
@@ -60,6 +104,40 @@ Status cmd_run(const RunOptions& o);
 // --diff adds each changed instruction's reason as its trailing comment and a summary of what
 // every pass did; --list names the passes.
 Status cmd_opt(const OptOptions& o);
+
+struct DumpOptions {
+  std::string file;
+  std::string out;  // empty: standard output
+};
+// `nnasm dump FILE [-o OUT.nnasm]`: the normalized listing of a model file (or listing). Weights
+// stay in the model file, referenced by their tensors' names.
+Status cmd_dump(const DumpOptions& o);
+
+struct BuildOptions {
+  std::string file;     // a listing
+  std::string weights;  // optional: a model file whose values the listing's tensors take by name
+  std::string out;      // the model file to write
+  bool has_seed = false;
+  uint64_t seed = 0;
+};
+// `nnasm build LISTING [--weights MODEL.nnm] -o OUT.nnm [--seed N]`: a model file from a listing.
+// With --weights, every param, state tensor and valueless const takes the values of the tensor of
+// the same name and type in MODEL (a different type is an error), the seed and run index come from
+// MODEL too, and the tool notes which tensors were left to their initializer and which of MODEL's
+// went unused. The write is atomic.
+Status cmd_build(const BuildOptions& o);
+
+struct BenchOptions {
+  std::string file;
+  std::vector<std::string> ins;  // NAME=PATH.npy; inputs not given hold a fixed pattern
+  double seconds = 2;            // measuring time after the warm-up
+  int threads = 0;               // 0: the context's default (NNASM_THREADS, else the cores)
+  bool train = false;            // time whole training steps instead of forward runs
+};
+// `nnasm bench FILE`: the forward run's latency (p50, p99, mean, min over single runs) at the
+// program's own batch size and the throughput in samples per second (batch = the first input's
+// leading dimension), on the kernels prepare picked; --train times training steps.
+Status cmd_bench(const BenchOptions& o);
 
 // Formats a tensor's values like numpy's repr of an array body: nested brackets, values aligned
 // to a common width, rows wrapped at 75 columns, and arrays over 1000 elements summarized to 3

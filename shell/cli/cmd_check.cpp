@@ -14,9 +14,7 @@ namespace nnasm {
 Status cmd_check(const CheckOptions& o) {
   Context ctx;
   Program prog(ctx);
-  NNASM_TRY(program_parse_file(o.file, &prog));
-  // The parser verifies each line; an output that no instruction defines is only known at the end.
-  NNASM_TRY(prog.finish().with_prefix(o.file + ": error: "));
+  NNASM_TRY(load_program(o.file, &prog));
   if (o.print) {
     const std::string text = program_print(prog);
     std::fwrite(text.data(), 1, text.size(), stdout);

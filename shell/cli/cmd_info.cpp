@@ -1,10 +1,11 @@
-// `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing holds — the
+// `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing or model file holds — the
 // questions a user asks before timing or shipping a model — and, with --memory, where the
 // executor puts its temporaries.
 #include <fmt/format.h>
 
 #include "engine/context.h"
 #include "engine/executor.h"
+#include "isa/opcode.h"
 #include "serialize/listing.h"
 #include "shell/cli/cli.h"
 
@@ -106,11 +107,23 @@ Status cmd_info(const InfoOptions& o) {
   if (o.file.empty()) return Status::ok();
 
   Program p(ctx);
-  NNASM_TRY(program_parse_file(o.file, &p));
+  ModelMeta meta;
+  bool is_model = false;
+  NNASM_TRY(load_program(o.file, &p, &meta, &is_model));
   int64_t param_elems = 0, state_elems = 0, unused = 0;
   const std::string params = count_of(p, Role::PARAM, &param_elems);
   const std::string states = count_of(p, Role::STATE, &state_elems);
-  fmt::print("file:     {} ({} mode)\n", o.file, p.training() ? "training" : "inference");
+  fmt::print("file:     {} ({}, {} mode)\n", o.file, is_model ? "model file" : "listing",
+             p.training() ? "training" : "inference");
+  if (is_model) {
+    fmt::print("format:   {}.{}, written by {}; {} bytes; sections", meta.major, meta.minor, meta.producer, meta.file_bytes);
+    for (const SectionSummary& s : meta.sections) fmt::print(" {} ({} bytes)", s.tag, s.bytes);
+    fmt::print("\n");
+    fmt::print("opcodes:  table {:016x}{}\n", meta.opcode_hash,
+               meta.same_opcode_table ? " (this build's)" : fmt::format(" (this build has {:016x})", opcode_table_hash()));
+    fmt::print("values:   {} tensors stored, {} left to their initializer; seed {}, run index {}\n",
+               meta.tensors_with_values, meta.tensors_without_values, meta.seed, meta.run_index);
+  }
   fmt::print("inputs:   {}\n", list(p, p.inputs()));
   fmt::print("outputs:  {}\n", list(p, p.outputs()));
   fmt::print("params:   {} tensors, {} values ({:.1f} KiB)\n", params, param_elems, param_elems * 4 / 1024.0);
@@ -119,6 +132,11 @@ Status cmd_info(const InfoOptions& o) {
   for (Section s : {Section::FORWARD, Section::BACKWARD, Section::UPDATE}) {
     const auto [b, e] = p.section_range(s);
     fmt::print("{:<9} {} instructions\n", fmt::format("{}:", section_name(s)), e - b);
+  }
+  if (!o.memory) {
+    Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+    if (!ex) return ex.status();
+    fmt::print("arena:    {} for the temporaries as run (details: --memory)\n", kib(ex.value()->memory_plan().arena_bytes));
   }
   if (o.memory) return print_memory(p);
   return Status::ok();

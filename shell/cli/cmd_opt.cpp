@@ -19,8 +19,7 @@ Status cmd_opt(const OptOptions& o) {
   }
   Context ctx;
   Program prog(ctx);
-  NNASM_TRY(program_parse_file(o.file, &prog));
-  NNASM_TRY(prog.finish().with_prefix(o.file + ": error: "));
+  NNASM_TRY(load_program(o.file, &prog));
   OptimizeReport report;
   NNASM_TRY(optimize(prog, o.level, &report, o.passes).with_prefix(o.file + ": error: "));
   std::string text;

@@ -1,7 +1,8 @@
 // The `nnasm` command-line tool: option parsing (CLI11) and the process boundary. Subcommands
-// return a Status; this file turns it into a message on stderr and exit status 1. CLI11 reports
-// bad options by throwing, and the library promises not to, so every exception is caught here and
-// the tool never dies with an uncaught one.
+// return a Status; this file turns it into a message on stderr and exit status 1 (a user error:
+// bad options, files, names, shapes). CLI11 reports bad options by throwing, and the library
+// promises not to, so every exception is caught here and the tool never dies with an uncaught
+// one; an exception from anywhere else is the tool's own failure and exits with status 2.
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -11,20 +12,28 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "engine/version.h"
 #include "shell/cli/cli.h"
 
 namespace {
 
 int report(const nnasm::Status& s) {
-  if (s) return 0;
+  if (s) return nnasm::EXIT_OK;
   std::fflush(stdout);
   fmt::print(stderr, "{}\n", s.message());
-  return 1;
+  return nnasm::EXIT_USER_ERROR;
 }
 
 int tool_main(int argc, char** argv) {
-  CLI::App app{"nnasm: check, run and inspect neural-network listings (.nnasm files)", "nnasm"};
+  CLI::App app{"nnasm: check, run, convert and inspect neural-network listings (.nnasm) and model files (.nnm)",
+               "nnasm"};
   app.require_subcommand(1);
+  // --quiet and --verbose may come before or after the subcommand.
+  app.fallthrough();
+  app.set_version_flag("--version", "nnasm " NNASM_VERSION_STRING);
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "Print only results and errors (no notes)");
+  app.add_flag("-v,--verbose", verbose, "Also print details: what a model file holds, decisions made");
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("nnasm: error: {}\nRun with --help for more information.\n", e.what());
   });
@@ -36,17 +45,23 @@ int tool_main(int argc, char** argv) {
       "  nnasm run model.nnasm --in x=x.npy --train\n"
       "  nnasm opt model.nnasm --diff\n"
       "  NNASM_ISA=avx2 nnasm info model.nnasm\n"
-      "  nnasm info model.nnasm --memory");
+      "  nnasm info model.nnasm --memory\n"
+      "  nnasm dump model.nnm > model.nnasm\n"
+      "  nnasm build model.nnasm --weights model.nnm -o edited.nnm\n"
+      "  nnasm bench edited.nnm --seconds 5\n"
+      "\n"
+      "FILE is a listing (.nnasm) or a model file (.nnm), told apart by content.\n"
+      "Exit status: 0 success, 1 user error (options, files, names, shapes), 2 internal error.");
 
   nnasm::CheckOptions check;
-  CLI::App* check_cmd = app.add_subcommand("check", "Parse and verify a listing");
-  check_cmd->add_option("FILE", check.file, "Listing to check")->required();
+  CLI::App* check_cmd = app.add_subcommand("check", "Parse and verify a listing (or model file)");
+  check_cmd->add_option("FILE", check.file, "Listing or model file to check")->required();
   check_cmd->add_flag("--print", check.print, "Write the normalized listing to stdout");
 
   nnasm::RunOptions run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run a listing once on inputs from .npy files (inference unless --train)");
-  run_cmd->add_option("FILE", run.file, "Listing to run")->required();
+  run_cmd->add_option("FILE", run.file, "Listing or model file to run")->required();
   run_cmd->add_option("--in", run.ins, "Bind input NAME to a .npy file (repeat for each input)")
       ->type_name("NAME=PATH.npy");
   run_cmd->add_option("--out", run.outs, "Write tensor NAME to a .npy file; without --out the outputs are printed")
@@ -86,19 +101,56 @@ int tool_main(int argc, char** argv) {
 
   nnasm::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "CPU features, the ISA in use and its cap; a listing's contents");
-  info_cmd->add_option("FILE", info.file, "Listing to describe (optional)");
+  info_cmd->add_option("FILE", info.file, "Listing or model file to describe (optional)");
   info_cmd->add_flag("--memory", info.memory,
                      "With FILE: arena size before and after memory planning, and the listing with each "
                      "output's arena offset and the tensors sharing it");
+
+  nnasm::DumpOptions dump;
+  CLI::App* dump_cmd = app.add_subcommand("dump", "Write a model file's program as a listing (weights stay in the file)");
+  dump_cmd->add_option("FILE", dump.file, "Model file (or listing)")->required();
+  dump_cmd->add_option("-o,--output", dump.out, "Write the listing to this file (atomically) instead of stdout")
+      ->type_name("PATH");
+
+  nnasm::BuildOptions build;
+  CLI::App* build_cmd = app.add_subcommand("build", "Make a model file from a listing, taking weights by name");
+  build_cmd->add_option("FILE", build.file, "Listing (or model file)")->required();
+  build_cmd->add_option("--weights", build.weights,
+                        "Model file whose params, state and seed the listing's tensors take, by name and type")
+      ->type_name("MODEL.nnm");
+  build_cmd->add_option("-o,--output", build.out, "Model file to write")->type_name("PATH")->required();
+  CLI::Option* build_seed = build_cmd->add_option("--seed", build.seed, "Seed of the model (default: --weights', else fixed)")
+                                ->type_name("N")
+                                ->check(seed_check);
+
+  nnasm::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time forward runs (or training steps): latency percentiles, throughput");
+  bench_cmd->add_option("FILE", bench.file, "Listing or model file")->required();
+  bench_cmd->add_option("--in", bench.ins, "Bind input NAME to a .npy file (default: a fixed pattern)")
+      ->type_name("NAME=PATH.npy");
+  bench_cmd->add_option("--seconds", bench.seconds, "How long to measure, after a warm-up (default 2)")->type_name("S");
+  bench_cmd->add_option("--threads", bench.threads, "Threads (default: NNASM_THREADS, else the cores)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256));
+  bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
+
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    sub->footer("Global options, before or after the command: -q,--quiet (no notes)  -v,--verbose (details)\n"
+                "Exit status: 0 success, 1 user error, 2 internal error.");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help is a "parse error" that exits 0; every real one exits 1, like the tool's other errors.
-    return app.exit(e) == 0 ? 0 : 1;
+    return app.exit(e) == 0 ? nnasm::EXIT_OK : nnasm::EXIT_USER_ERROR;
   }
   run.has_seed = seed->count() > 0;
+  build.has_seed = build_seed->count() > 0;
+  nnasm::set_verbosity(quiet ? 0 : verbose ? 2 : 1);
   if (check_cmd->parsed()) return report(nnasm::cmd_check(check));
+  if (dump_cmd->parsed()) return report(nnasm::cmd_dump(dump));
+  if (build_cmd->parsed()) return report(nnasm::cmd_build(build));
+  if (bench_cmd->parsed()) return report(nnasm::cmd_bench(bench));
   if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
   if (opt_cmd->parsed()) {
     if (opt.file.empty() && !opt.list) return report(nnasm::Status::error("nnasm opt: error: FILE is required"));
@@ -119,5 +171,5 @@ int main(int argc, char** argv) {
   } catch (...) {
     fmt::print(stderr, "nnasm: error: unexpected failure\n");
   }
-  return 1;
+  return nnasm::EXIT_INTERNAL_ERROR;
 }

@@ -1,0 +1,89 @@
+// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S] [--threads N] [--train]`: how fast a
+// model runs here, as a user would measure it before shipping: each forward run (or training step)
+// timed on its own after a warm-up, reported as percentiles, and the throughput in samples per
+// second at the program's batch size. Inputs not given hold a fixed pattern (values do not change
+// the time of anything but pathological denormals).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "engine/executor.h"
+#include "engine/jit/cpu.h"
+#include "shell/cli/cli.h"
+
+namespace nnasm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void fill_pattern(Tensor& t) {
+  if (t.desc.type.dtype == DType::I32) {
+    std::memset(t.storage(), 0, static_cast<size_t>(t.numel()) * 4);
+    return;
+  }
+  float* x = t.f32();
+  for (int64_t i = 0; i < t.numel(); ++i) x[i] = 0.5f * std::sin(0.1f * static_cast<float>(i));
+}
+
+std::string us(double seconds) {
+  const double u = seconds * 1e6;
+  return u < 1000 ? fmt::format("{:.2f} us", u) : fmt::format("{:.3f} ms", u / 1000);
+}
+
+}  // namespace
+
+Status cmd_bench(const BenchOptions& o) {
+  if (!(o.seconds > 0 && o.seconds <= 3600)) return Status::errorf("nnasm: error: --seconds {}: expected 0 < S <= 3600", o.seconds);
+  Context ctx;
+  Program prog(ctx);
+  NNASM_TRY(load_program(o.file, &prog));
+  if (o.train && !prog.has_section(Section::UPDATE))
+    return Status::errorf("nnasm: error: --train: {} has no update section (not a training program)", o.file);
+  std::map<TensorId, NpyArray> data;
+  NNASM_TRY(read_inputs(prog, o.file, o.ins, false, &data));
+  if (o.threads > 0) ctx.set_threads(o.threads);
+  prog.set_training(o.train);
+  Result<std::unique_ptr<Executor>> prepared = Executor::prepare(prog);
+  if (!prepared) return Status::errorf("nnasm: error: {}: {}", o.file, prepared.status().message());
+  Executor& ex = *prepared.value();
+  ex.set_training(o.train);
+  for (TensorId id : prog.inputs()) fill_pattern(ctx.at(id));
+  copy_inputs(ctx, data);
+
+  const std::vector<TensorId> inputs = prog.inputs();
+  const TensorType* first = inputs.empty() ? nullptr : &prog.desc(inputs[0]).type;
+  const int64_t batch = first && first->shape.rank > 0 ? first->shape[0] : 1;
+  auto step = [&] { o.train ? ex.train_step() : ex.run(); };
+
+  // Warm-up: caches, page faults, the pool's threads; at least 10 runs or a tenth of the time.
+  const Clock::time_point warm_start = Clock::now();
+  for (int i = 0; i < 10 || Clock::now() - warm_start < std::chrono::duration<double>(o.seconds / 10); ++i) step();
+
+  std::vector<double> times;
+  times.reserve(1 << 20);
+  const Clock::time_point start = Clock::now();
+  const auto budget = std::chrono::duration<double>(o.seconds);
+  while (times.size() < times.capacity() && (times.size() < 10 || Clock::now() - start < budget)) {
+    const Clock::time_point t0 = Clock::now();
+    step();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  double sum = 0;
+  for (double t : times) sum += t;
+  std::sort(times.begin(), times.end());
+  auto pct = [&](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * (times.size() - 1) + 0.5))]; };
+  fmt::print("bench:      {} ({}), {} thread{}, isa {}, batch {}{}\n", o.file, o.train ? "training steps" : "forward runs",
+             ctx.threads(), ctx.threads() == 1 ? "" : "s", isa_name(ctx.jit().isa()), batch,
+             first ? fmt::format(" (%{} {})", prog.desc(inputs[0]).name, first->str()) : "");
+  fmt::print("latency:    p50 {}  p99 {}  mean {}  min {}  ({} runs in {:.2f} s)\n", us(pct(0.5)), us(pct(0.99)),
+             us(sum / times.size()), us(times.front()), times.size(), total);
+  fmt::print("throughput: {:.0f} samples/s ({:.0f} runs/s)\n", batch * times.size() / sum, times.size() / sum);
+  return Status::ok();
+}
+
+}  // namespace nnasm

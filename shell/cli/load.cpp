@@ -1,0 +1,102 @@
+// What every subcommand that takes a FILE shares: reading it as a listing or as a model file (told
+// apart by the model file's magic, not by the name), the verbosity switches, and binding inputs
+// from .npy files.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "serialize/listing.h"
+#include "serialize/model_frame.h"
+#include "serialize/npy.h"
+#include "shell/cli/cli.h"
+
+namespace nnasm {
+
+namespace {
+int g_verbosity = 1;
+
+std::string names_of(const Program& p, const std::vector<TensorId>& ids) {
+  std::string s;
+  for (TensorId id : ids) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", p.desc(id).sigil(), p.desc(id).name);
+  return s.empty() ? "none" : s;
+}
+}  // namespace
+
+void set_verbosity(int v) { g_verbosity = v; }
+int verbosity() { return g_verbosity; }
+
+Status load_program(const std::string& path, Program* p, ModelMeta* meta, bool* is_model) {
+  std::string bytes;
+  NNASM_TRY(read_file_limited(path, ModelLimits().max_file_bytes, &bytes));
+  const bool model = is_model_file(bytes);
+  if (is_model) *is_model = model;
+  if (model) {
+    ModelMeta local;
+    NNASM_TRY(model_decode(bytes, path, p, meta ? meta : &local));
+    if (verbosity() > 1) {
+      const ModelMeta& m = meta ? *meta : local;
+      note_verbose("{}: model file format {}.{} by {}, {} bytes, {} tensors with values, {} to initialize, run index {}",
+                   path, m.major, m.minor, m.producer, m.file_bytes, m.tensors_with_values, m.tensors_without_values,
+                   m.run_index);
+    }
+  } else {
+    NNASM_TRY(program_parse(bytes, path, p));
+    NNASM_TRY(p->finish().with_prefix(path + ": error: "));
+  }
+  if (verbosity() == 0) p->context().set_log([](const std::string&) {});
+  return Status::ok();
+}
+
+std::string tensor_names(const Program& p, const std::vector<TensorId>& ids) { return names_of(p, ids); }
+
+Status parse_binding(const std::string& arg, const char* flag, const char* sigils, Binding* b) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    return Status::errorf("nnasm: error: {} '{}': expected NAME=PATH.npy", flag, arg);
+  b->name = arg.substr(0, eq);
+  b->path = arg.substr(eq + 1);
+  if (std::strchr(sigils, b->name[0])) b->name.erase(0, 1);
+  if (b->name.empty()) return Status::errorf("nnasm: error: {} '{}': expected NAME=PATH.npy", flag, arg);
+  return Status::ok();
+}
+
+Status read_inputs(const Program& prog, const std::string& file, const std::vector<std::string>& args, bool all,
+                   std::map<TensorId, NpyArray>* data) {
+  for (const std::string& arg : args) {
+    Binding b;
+    NNASM_TRY(parse_binding(arg, "--in", "%", &b));
+    const TensorId id = prog.find(b.name);
+    if (id == NO_TENSOR)
+      return Status::errorf("nnasm: error: --in {}: {} has no tensor named '{}' (its inputs: {})", b.name, file, b.name,
+                            names_of(prog, prog.inputs()));
+    const TensorDesc& d = prog.desc(id);
+    if (d.role != Role::INPUT)
+      return Status::errorf("nnasm: error: --in {}: {}{} is a {}, not an input (its inputs: {})", b.name, d.sigil(),
+                            d.name, role_name(d.role), names_of(prog, prog.inputs()));
+    if (data->count(id)) return Status::errorf("nnasm: error: --in {}: input %{} is given twice", b.name, d.name);
+    NpyArray& a = (*data)[id];
+    Status s = npy_read(b.path, &a);
+    if (!s) return Status::errorf("nnasm: error: input %{}: {}", d.name, s.message());
+    if (!(a.type == d.type))
+      return Status::errorf("nnasm: error: input %{}: {} holds {}, but %{} is {}", d.name, b.path, a.type.str(), d.name,
+                            d.type.str());
+  }
+  if (!all) return Status::ok();
+  std::vector<TensorId> missing;
+  for (TensorId id : prog.inputs())
+    if (!data->count(id)) missing.push_back(id);
+  if (!missing.empty())
+    return Status::errorf("nnasm: error: input{} {} {} not given (use --in {}=PATH.npy)", missing.size() == 1 ? "" : "s",
+                          names_of(prog, missing), missing.size() == 1 ? "is" : "are", prog.desc(missing[0]).name);
+  return Status::ok();
+}
+
+void copy_inputs(Context& ctx, const std::map<TensorId, NpyArray>& data) {
+  for (const auto& [id, a] : data) {
+    Tensor& t = ctx.at(id);
+    const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();
+    std::memcpy(t.storage(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
+  }
+}
+
+}  // namespace nnasm
