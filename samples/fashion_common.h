@@ -20,6 +20,7 @@
 #include "serialize/csv_log.h"
 #include "serialize/fashion_mnist.h"
 #include "serialize/listing.h"
+#include "serialize/model_file.h"
 #include "serialize/svg_plot.h"
 #include "shell/shell.h"
 
@@ -102,7 +103,7 @@ inline int fashion_main(int argc, char** argv, const FashionSample& spec) {
   app.add_option("--optimizer", optimizer, "adam or sgd (momentum 0.9)")->check(CLI::IsMember({"adam", "sgd"}));
   app.add_option("--lr", lr, "Learning rate (default: 0.001 for adam, 0.01 for sgd)");
   app.add_option("--seed", seed, "Seed for initialization and shuffling");
-  app.add_option("--out-dir", out_dir, "Where the listing, CSV log and SVG plot go");
+  app.add_option("--out-dir", out_dir, "Where the listing, model file, CSV log and SVG plot go");
   app.add_option("--data-dir", data_dir, "Fashion-MNIST IDX files (default: $NNASM_FASHION_MNIST or the Debian package's)");
   try {
     app.parse(argc, argv);
@@ -150,11 +151,14 @@ inline int fashion_main(int argc, char** argv, const FashionSample& spec) {
   auto log = train(*ex.value(), train_data, test_data, topt, &progress);
   if (!log) return fail(log.status().message());
   if (Status s = write_training_log(prefix, spec.title, log.value()); !s) return fail(s.message());
+  // The trained model, optimizer state included: `nnasm info|dump|run|bench` read it, and training
+  // can resume from it (ModelSaveOptions::run_index keeps the dropout stream in step).
+  if (Status s = model_save(program, prefix + ".nnm", {ex.value()->run_index()}); !s) return fail(s.message());
 
   Result<double> us = latency_batch1(*ex.value(), spec.sample_shape, spec.model);
   if (!us) return fail(us.status().message());
   fmt::print("inference latency at batch 1: {:.1f} us (median of 2000 runs)\n", *us);
-  fmt::print("wrote {0}.nnasm (the training program), {0}.csv and {0}.svg\n", prefix);
+  fmt::print("wrote {0}.nnasm (the training program), {0}.nnm (the trained model), {0}.csv and {0}.svg\n", prefix);
   fmt::print("test accuracy: {:.1f}%\n", 100 * log.value().back().test_acc);
   return 0;
 }
