@@ -41,10 +41,14 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp)
+LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp api/*.cpp)
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
+# Plain C samples of the C API (api/nnasm.h), linked against the static library.
+SAMPLE_C_SRC := $(wildcard samples/*.c)
 TEST_SRC  := $(wildcard tests/*_test.cpp)
+# C sources of the suite: the C API's header compiled as strict C99.
+TEST_C_SRC := $(wildcard tests/*.c)
 # Tests that need a process of their own (e.g. a replaced global operator new).
 SOLO_SRC  := $(wildcard tests/solo/*_test.cpp)
 BENCH_SRC := $(wildcard tests/bench/*.cpp)
@@ -59,7 +63,7 @@ $(shell mkdir -p $(BUILD); echo '$(LIB_OBJ)' | cmp -s - $(LIB_LIST) 2>/dev/null 
 LIB_A    := $(BUILD)/libnnasm.a
 LIB_SO   := $(BUILD)/libnnasm.so
 TOOL     := $(BUILD)/nnasm
-SAMPLES  := $(patsubst samples/%.cpp,$(BUILD)/samples/%,$(SAMPLE_SRC))
+SAMPLES  := $(patsubst samples/%.cpp,$(BUILD)/samples/%,$(SAMPLE_SRC)) $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_C_SRC))
 TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
@@ -119,6 +123,13 @@ $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
+# C: the API's users. Strict C99, warnings as errors, so the header stays valid C.
+CC      ?= cc
+CFLAGS_C := -std=c99 -pedantic -Wall -Wextra -Werror -O2 -fPIC -MMD -MP $(if $(SAN),-fsanitize=$(SAN) -g)
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) -Iapi $(CFLAGS_C) -c $< -o $@
+
 $(LIB_A): $(LIB_OBJ) $(LIB_LIST)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(LIB_OBJ)
@@ -133,7 +144,7 @@ $(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TESTS): $(call obj,$(TEST_SRC)) $(LIB_A)
+$(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
@@ -177,10 +188,15 @@ $(BENCH): $(call obj,$(BENCH_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(BASELINE_LIBS) $(LDLIBS)
 
+# The library, the tool, the C header and a pkg-config file: after `make install PREFIX=/opt/nnasm`,
+# `PKG_CONFIG_PATH=/opt/nnasm/lib/pkgconfig pkg-config --cflags --libs nnasm` gives the flags.
 install: $(LIB_A) $(LIB_SO) $(TOOL)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
 	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 api/nnasm.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define NNASM_VERSION_STRING "\(.*\)"/\1/p' engine/version.h)|' \
+	  api/nnasm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nnasm.pc
 
 clean:
 	rm -rf build

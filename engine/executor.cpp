@@ -147,7 +147,10 @@ void Executor::run_step(const Step& s) {
 
 void Executor::run(Section sec) {
   const int k = static_cast<int>(sec);
-  if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
+  if (sec == Section::FORWARD) {
+    state_.run_index = forward_runs_++;
+    next_step_ = 0;  // a run_steps run in progress is abandoned
+  }
   if (stream_[k]) {
     stream_[k](nullptr);
   } else {
@@ -220,6 +223,90 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   s->n_parts = n;
   s->first_part = parts_.size();
   parts_.insert(parts_.end(), made.begin(), made.end());
+}
+
+void* Executor::relocate(const void* p) const {
+  const char* c = static_cast<const char*>(p);
+  auto it = std::upper_bound(moved_.begin(), moved_.end(), c, [](const char* x, const Moved& m) { return x < m.from; });
+  if (it == moved_.begin()) return const_cast<void*>(p);
+  --it;
+  return c < it->from + it->bytes ? it->to + (c - it->from) : const_cast<void*>(p);
+}
+
+void* Executor::data(TensorId id) const {
+  const Tensor* t = program_->context().find(id);
+  if (!t || !program_->defined(id)) return nullptr;
+  void* p = t->storage();
+  return p ? relocate(p) : nullptr;
+}
+
+Result<std::unique_ptr<Executor>> Executor::instantiate() const {
+  std::unique_ptr<Executor> in(new Executor(*program_));
+  const Context& ctx = program_->context();
+  // What a run writes, by the template's addresses: the arena, and every tensor outside it that
+  // does not persist across runs.
+  std::vector<const Tensor*> own;
+  size_t own_bytes = 0;
+  for (TensorId id : program_->tensors()) {
+    const Tensor& t = ctx.at(id);
+    if (t.desc.sigil() == '@' || plan_.find(id) || t.data.empty()) continue;
+    own.push_back(&t);
+    own_bytes += padded_bytes(t.data.bytes());  // each copy 64-byte aligned, as the original
+  }
+  if (own_bytes) {
+    in->own_ = AlignedBuffer(own_bytes);
+    if (in->own_.empty()) return Status::errorf("cannot allocate {} bytes for an instance's tensors", own_bytes);
+  }
+  char* next = static_cast<char*>(in->own_.data());
+  for (const Tensor* t : own) {
+    in->moved_.push_back({static_cast<const char*>(t->data.data()), padded_bytes(t->data.bytes()), next});
+    next += padded_bytes(t->data.bytes());
+  }
+  auto copy_buffer = [&](const AlignedBuffer& from, AlignedBuffer* to, const char* what) -> Status {
+    if (from.empty()) return Status::ok();
+    *to = AlignedBuffer(from.bytes());
+    if (to->empty()) return Status::errorf("cannot allocate the {}-byte {} of an instance", from.bytes(), what);
+    in->moved_.push_back({static_cast<const char*>(from.data()), from.bytes(), static_cast<char*>(to->data())});
+    return Status::ok();
+  };
+  NNASM_TRY(copy_buffer(arena_, &in->arena_, "arena"));
+  NNASM_TRY(copy_buffer(scratch_, &in->scratch_, "kernel scratch"));
+  std::sort(in->moved_.begin(), in->moved_.end(), [](const Moved& a, const Moved& b) { return a.from < b.from; });
+
+  in->in_ptrs_.reserve(in_ptrs_.size());
+  for (const void* p : in_ptrs_) in->in_ptrs_.push_back(in->relocate(p));
+  in->out_ptrs_.reserve(out_ptrs_.size());
+  for (void* p : out_ptrs_) in->out_ptrs_.push_back(in->relocate(p));
+  // The argument blocks point into this executor's pointer arrays, state and scratch: re-aim them.
+  auto rebase = [&](KernelArgs* a) {
+    a->in = in->in_ptrs_.data() + (a->in - in_ptrs_.data());
+    a->out = in->out_ptrs_.data() + (a->out - out_ptrs_.data());
+    a->state = &in->state_;
+    a->scratch = a->scratch ? in->relocate(a->scratch) : nullptr;
+  };
+  in->steps_ = steps_;
+  in->parts_ = parts_;
+  for (Step& s : in->steps_) {
+    rebase(&s.args);
+    s.parts = s.n_parts > 1 ? &in->parts_[s.first_part] : nullptr;
+  }
+  for (Part& p : in->parts_) rebase(&p.args);
+  in->jit_ = jit_;
+  in->pool_ = pool_;
+  std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
+  in->state_ = state_;
+  return in;
+}
+
+bool Executor::run_steps(size_t max_steps) {
+  const auto [b, e] = sections_[static_cast<int>(Section::FORWARD)];
+  if (next_step_ == 0) state_.run_index = forward_runs_++;
+  size_t i = b + next_step_;
+  for (const size_t stop = std::min(e, i + max_steps); i < stop; ++i) run_step(steps_[i]);
+  next_step_ = i - b;
+  if (i < e) return false;
+  next_step_ = 0;
+  return true;
 }
 
 }  // namespace nnasm

@@ -61,6 +61,23 @@ class Executor {
   // resume training with the same dropout masks).
   uint64_t run_index() const { return forward_runs_; }
 
+  // Another executor of the same prepared program, for running it concurrently: it shares the
+  // program, the params, constants and state (read-only: an instance runs the forward section in
+  // the mode this executor had) and the generated kernels, and owns everything a run writes — its
+  // own arena, inputs, outputs and other temporaries, kernel scratch and run state. Runs through
+  // the interpreter loop (a dispatch stream bakes in one executor's addresses). Requires this
+  // executor to outlive the instance and nobody to run update sections meanwhile. Allocates (all
+  // of it here: its runs do not); thread-safe with respect to other instances of this executor.
+  Result<std::unique_ptr<Executor>> instantiate() const;
+  // Where tensor `id` lives for this executor: an instance's own copy for what runs write, the
+  // shared storage otherwise; nullptr if the program has no such tensor or it has no storage.
+  void* data(TensorId id) const;
+  // Runs up to `max_steps` instructions of the forward section, starting where the previous call
+  // stopped (a new forward run when the previous one finished); true once the run is complete.
+  // Lets a caller spread one run over several frames; run() abandons a run in progress. No
+  // allocation.
+  bool run_steps(size_t max_steps);
+
   // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary's
   // storage is its arena slot, which this executor set if it was prepared last over it; its value
   // is meaningful only until a later instruction reuses the slot, so read outputs after a run
@@ -127,6 +144,17 @@ class Executor {
   AlignedBuffer scratch_;
   MemoryPlan plan_;
   AlignedBuffer arena_;  // the planned temporaries' slots
+  // An instance's: the storage of the tensors a run writes that the template kept outside its
+  // arena (inputs, outputs, unplanned temporaries), and where each template byte range moved.
+  AlignedBuffer own_;
+  struct Moved {
+    const char* from;
+    size_t bytes;
+    char* to;
+  };
+  std::vector<Moved> moved_;  // sorted by `from`
+  void* relocate(const void* p) const;
+  size_t next_step_ = 0;  // run_steps' position in the forward section (0: at the start)
 };
 
 }  // namespace nnasm

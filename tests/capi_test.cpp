@@ -1,0 +1,260 @@
+// The C API (api/nnasm.h): loading from memory and files, queries, runs that match the engine's,
+// frame slicing, every misuse answered with a status and a message, instances on many threads
+// bitwise equal to one thread, and load/unload cycles that leave memory flat.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api/nnasm.h"
+
+extern "C" int nnasm_c_run_listing(const char* listing, const float* x, size_t n_x, float* y, size_t n_y, char* err,
+                                   size_t err_size);
+
+namespace {
+
+// A 6 → 16 → 4 policy, softmax output; weights from the fixed seed.
+const char kPolicy[] =
+    "input  %x : f32[1,6]\n"
+    "param  @w1 : f32[6,16]  init=he_normal\n"
+    "param  @b1 : f32[16]    init=uniform low=-0.1 high=0.1\n"
+    "param  @w2 : f32[16,4]  init=xavier_uniform\n"
+    "param  @b2 : f32[4]     init=zeros\n"
+    "output %y\n"
+    "\n"
+    "forward:\n"
+    "  LINEAR  %x, @w1, @b1 -> %h  act=relu\n"
+    "  LINEAR  %h, @w2, @b2 -> %z\n"
+    "  SOFTMAX %z -> %y  axis=-1\n";
+
+struct Model {
+  nnasm_model* m = nullptr;
+  explicit Model(const nnasm_model_options* o = nullptr) {
+    EXPECT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, o, &m), NNASM_OK) << nnasm_last_error();
+  }
+  ~Model() { nnasm_model_free(m); }
+};
+
+void input_for(int k, float* x) {
+  for (int i = 0; i < 6; ++i) x[i] = std::sin(0.7f * k + 1.3f * i);
+}
+
+std::vector<float> run_once(nnasm_instance* in, int k) {
+  float x[6], y[4];
+  input_for(k, x);
+  EXPECT_EQ(nnasm_instance_set_input(in, "x", x, sizeof x), NNASM_OK) << nnasm_last_error();
+  EXPECT_EQ(nnasm_instance_run(in), NNASM_OK);
+  EXPECT_EQ(nnasm_instance_get_output(in, "y", y, sizeof y), NNASM_OK) << nnasm_last_error();
+  return std::vector<float>(y, y + 4);
+}
+
+TEST(CApi, VersionAndQueries) {
+  EXPECT_STREQ(nnasm_version(), "0.1.0");
+  EXPECT_EQ(nnasm_abi_version(), unsigned(NNASM_ABI_VERSION));
+  Model model;
+  ASSERT_NE(model.m, nullptr);
+  size_t n = 0;
+  ASSERT_EQ(nnasm_model_input_count(model.m, &n), NNASM_OK);
+  EXPECT_EQ(n, 1u);
+  nnasm_tensor_info info;
+  ASSERT_EQ(nnasm_model_input_info(model.m, 0, &info), NNASM_OK);
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.dtype, NNASM_F32);
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[1], 6);
+  EXPECT_EQ(info.bytes, 24u);
+  ASSERT_EQ(nnasm_model_output_info(model.m, 0, &info), NNASM_OK);
+  EXPECT_STREQ(info.name, "y");
+  EXPECT_EQ(info.bytes, 16u);
+  EXPECT_EQ(nnasm_model_output_info(model.m, 1, &info), NNASM_ERR_NOT_FOUND);
+  EXPECT_NE(std::string(nnasm_last_error()).find("output 1: the model has 1"), std::string::npos) << nnasm_last_error();
+}
+
+TEST(CApi, TheHeaderIsCAndRunsFromC) {
+  float x[6], y[4] = {}, y_cpp[4];
+  input_for(3, x);
+  char err[256] = "";
+  ASSERT_EQ(nnasm_c_run_listing(kPolicy, x, 6, y, 4, err, sizeof err), NNASM_OK) << err;
+  Model model;
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+  const std::vector<float> v = run_once(in, 3);
+  std::copy(v.begin(), v.end(), y_cpp);
+  nnasm_instance_free(in);
+  EXPECT_EQ(std::memcmp(y, y_cpp, sizeof y), 0);
+  float sum = 0;
+  for (float p : y) sum += p;
+  EXPECT_NEAR(sum, 1.f, 1e-6);
+  EXPECT_NE(nnasm_c_run_listing("input %x : f32[1,6]\noutput %y\nforward:\n  RELU %x -> %q\n", x, 6, y, 4, err,
+                                sizeof err),
+            NNASM_OK);
+  EXPECT_NE(std::string(err).find("<memory>:"), std::string::npos) << err;
+}
+
+TEST(CApi, RunStepsSpreadsARunOverCalls) {
+  Model model;
+  nnasm_instance *a = nullptr, *b = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &a), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_create(model.m, &b), NNASM_OK);
+  size_t n = 0;
+  ASSERT_EQ(nnasm_model_instruction_count(model.m, &n), NNASM_OK);
+  ASSERT_GE(n, 2u);
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<float> whole = run_once(a, k);
+    float x[6], y[4];
+    input_for(k, x);
+    ASSERT_EQ(nnasm_instance_set_input(b, "x", x, sizeof x), NNASM_OK);
+    int done = 0, calls = 0;
+    while (!done) {
+      ASSERT_EQ(nnasm_instance_run_steps(b, 1, &done), NNASM_OK);
+      ++calls;
+    }
+    EXPECT_EQ(calls, static_cast<int>(n));
+    ASSERT_EQ(nnasm_instance_get_output(b, "y", y, sizeof y), NNASM_OK);
+    EXPECT_EQ(std::vector<float>(y, y + 4), whole) << k;
+  }
+  nnasm_instance_free(a);
+  nnasm_instance_free(b);
+}
+
+TEST(CApi, MisuseIsAStatusWithAMessage) {
+  nnasm_model* m = reinterpret_cast<nnasm_model*>(1);
+  EXPECT_EQ(nnasm_model_load_memory(nullptr, 5, nullptr, &m), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(nnasm_model_load_memory(kPolicy, 10, nullptr, nullptr), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_model_load_file(nullptr, nullptr, &m), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_model_load_file("/no/such/file.nnm", nullptr, &m), NNASM_ERR_IO);
+  EXPECT_NE(std::string(nnasm_last_error()).find("/no/such/file.nnm"), std::string::npos);
+  EXPECT_EQ(nnasm_model_load_memory("\x89NNM\r\n\x1a\ngarbage", 15, nullptr, &m), NNASM_ERR_BAD_MODEL);
+  EXPECT_NE(std::string(nnasm_last_error()).find("byte "), std::string::npos) << nnasm_last_error();
+  nnasm_model_options o;
+  nnasm_model_options_init(&o);
+  o.abi_version = 999;
+  EXPECT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, &o, &m), NNASM_ERR_ABI);
+  nnasm_model_options_init(&o);
+  o.isa = "sse9";
+  EXPECT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, &o, &m), NNASM_ERR_INVALID_ARGUMENT);
+  nnasm_model_options_init(&o);
+  o.threads = 0;
+  EXPECT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, &o, &m), NNASM_ERR_INVALID_ARGUMENT);
+
+  Model model;
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+  float x[6] = {}, y[4];
+  EXPECT_EQ(nnasm_instance_set_input(in, "nope", x, sizeof x), NNASM_ERR_NOT_FOUND);
+  EXPECT_NE(std::string(nnasm_last_error()).find("no input named 'nope' (the model's inputs: x)"), std::string::npos)
+      << nnasm_last_error();
+  EXPECT_EQ(nnasm_instance_set_input(in, "x", x, 20), NNASM_ERR_SIZE_MISMATCH);
+  EXPECT_NE(std::string(nnasm_last_error()).find("holds 24 bytes, got 20"), std::string::npos);
+  EXPECT_EQ(nnasm_instance_set_input(in, "x", nullptr, 24), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_instance_set_input(in, nullptr, x, 24), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_instance_set_input(nullptr, "x", x, 24), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_instance_get_output(in, "x", y, sizeof y), NNASM_ERR_NOT_FOUND);  // an input, not an output
+  EXPECT_EQ(nnasm_instance_run(nullptr), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_instance_run_steps(in, 1, nullptr), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(nnasm_instance_create(nullptr, &in), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(nnasm_status_string(NNASM_ERR_SIZE_MISMATCH), "size mismatch");
+  void* data = nullptr;
+  size_t bytes = 0;
+  ASSERT_EQ(nnasm_instance_tensor_data(in, "y", &data, &bytes), NNASM_OK);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 64, 0u);
+  EXPECT_EQ(bytes, 16u);
+  nnasm_instance_free(in);
+  nnasm_instance_free(nullptr);
+  nnasm_model_free(nullptr);
+}
+
+TEST(CApi, AModelLivesUntilItsLastInstance) {
+  nnasm_model* m = nullptr;
+  ASSERT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, nullptr, &m), NNASM_OK);
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK);
+  const std::vector<float> before = run_once(in, 1);
+  nnasm_model_free(m);
+  EXPECT_EQ(run_once(in, 1), before);
+  nnasm_instance_free(in);
+}
+
+TEST(CApi, ZeroCopyBuffersAreTheInstances) {
+  Model model;
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+  void *x = nullptr, *y = nullptr;
+  size_t nx = 0, ny = 0;
+  ASSERT_EQ(nnasm_instance_tensor_data(in, "x", &x, &nx), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_tensor_data(in, "y", &y, &ny), NNASM_OK);
+  input_for(5, static_cast<float*>(x));
+  ASSERT_EQ(nnasm_instance_run(in), NNASM_OK);
+  const std::vector<float> direct(static_cast<float*>(y), static_cast<float*>(y) + 4);
+  EXPECT_EQ(run_once(in, 5), direct);
+  nnasm_instance_free(in);
+}
+
+// Many instances on many threads, thousands of runs: every output bitwise equal to what one
+// instance on one thread computes for the same input.
+TEST(CApi, InstancesOnManyThreadsMatchOneThreadBitwise) {
+  Model model;
+  constexpr int kThreads = 4, kPerThread = 4, kRuns = 600, kInputs = 17;
+  std::vector<std::vector<float>> expected(kInputs);
+  {
+    nnasm_instance* in = nullptr;
+    ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+    for (int k = 0; k < kInputs; ++k) expected[k] = run_once(in, k);
+    nnasm_instance_free(in);
+  }
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      nnasm_instance* ins[kPerThread] = {};
+      for (auto& in : ins)
+        if (nnasm_instance_create(model.m, &in) != NNASM_OK) ++mismatches[t];
+      for (int r = 0; r < kRuns; ++r) {
+        nnasm_instance* in = ins[r % kPerThread];
+        const int k = (r * 7 + t) % kInputs;
+        float x[6], y[4];
+        input_for(k, x);
+        nnasm_instance_set_input(in, "x", x, sizeof x);
+        nnasm_instance_run(in);
+        nnasm_instance_get_output(in, "y", y, sizeof y);
+        if (std::memcmp(y, expected[k].data(), sizeof y) != 0) ++mismatches[t];
+      }
+      for (auto* in : ins) nnasm_instance_free(in);
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+long resident_kib() {
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+TEST(CApi, LoadingAndUnloadingAThousandTimesLeavesMemoryFlat) {
+  auto cycle = [] {
+    nnasm_model* m = nullptr;
+    ASSERT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, nullptr, &m), NNASM_OK);
+    nnasm_instance* in = nullptr;
+    ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK);
+    run_once(in, 0);
+    nnasm_instance_free(in);
+    nnasm_model_free(m);
+  };
+  for (int i = 0; i < 100; ++i) cycle();  // the allocator's pools reach their steady size
+  const long before = resident_kib();
+  for (int i = 0; i < 1000; ++i) cycle();
+  const long grown = resident_kib() - before;
+  // A leak of the model (params, code pages, instance) would be ≥ 8 KiB a cycle: 8 MB here.
+  EXPECT_LT(grown, 1024) << "resident memory grew by " << grown << " KiB over 1000 load/unload cycles";
+}
+
+}  // namespace
