@@ -77,6 +77,7 @@ samples: $(SAMPLES)
 deps: PKGS := $(DEB_PACKAGES)
 bench-deps: PKGS := $(BENCH_DEB_PACKAGES)
 fuzz-deps: PKGS := $(FUZZ_DEB_PACKAGES)
+fuzz-deps: deps
 deps bench-deps fuzz-deps:
 	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -204,7 +205,7 @@ FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
 FUZZ_LIB_OBJ  := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(LIB_SRC))
 
-fuzz: deps fuzz-deps
+fuzz: fuzz-deps
 	@$(MAKE) $(JOBS) $(FUZZ_BINS)
 	@fail=; $(foreach t,$(FUZZ_NAMES),max_len_$t=$(or $(FUZZ_MAX_LEN_$t),$(FUZZ_MAX_LEN))); \
 	for t in $(FUZZ_NAMES); do \
