@@ -12,6 +12,9 @@
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
+#   make fuzz      the libFuzzer targets (tests/fuzz/fuzz_<name>.cpp; clang, ASan + UBSan), each
+#                  FUZZ_SECONDS (60) on a copy of its corpus; fails if one finds a crash
+#   make fuzz-smoke  the same for 10 seconds each (CI)
 
 CXX      ?= g++
 PREFIX   ?= /usr/local
@@ -22,6 +25,8 @@ DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev lib
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
 BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch
+# Only the fuzz targets use them (make fuzz): clang and its libFuzzer and sanitizer runtimes.
+FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 CXXFLAGS ?= -O2
@@ -68,13 +73,16 @@ TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
 
-.PHONY: all deps bench-deps run test test-isa bench bench-gemm bench-torch samples install clean FORCE
+.PHONY: all deps bench-deps fuzz-deps run test test-isa bench bench-gemm bench-torch fuzz fuzz-smoke samples \
+        install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
 deps: PKGS := $(DEB_PACKAGES)
 bench-deps: PKGS := $(BENCH_DEB_PACKAGES)
-deps bench-deps:
+fuzz-deps: PKGS := $(FUZZ_DEB_PACKAGES)
+fuzz-deps: deps
+deps bench-deps fuzz-deps:
 	@missing=$$(for p in $(PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
@@ -187,6 +195,60 @@ FORCE:
 $(BENCH): $(call obj,$(BENCH_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(BASELINE_LIBS) $(LDLIBS)
+
+# libFuzzer targets: every tests/fuzz/fuzz_<name>.cpp (one LLVMFuzzerTestOneInput each) becomes
+# build/fuzz/<name>, linked against a copy of the library's objects that clang builds with
+# coverage, ASan and UBSan into build/fuzz/obj/ (whatever CXX and SAN say). `make fuzz` runs each
+# for FUZZ_SECONDS on a fresh copy of its seed corpus tests/fuzz/corpus/<name>/ in
+# build/fuzz/corpus-work/<name>/ (the repository's corpus is never written), with
+# tests/fuzz/<name>.dict when there is one; a crash lands in build/fuzz/artifacts/<name>/ and fails
+# the run. FUZZ_MAX_LEN_<name> overrides FUZZ_MAX_LEN for one target; FUZZ_ARGS adds flags.
+FUZZ_CXX      ?= clang++
+FUZZ_SECONDS  ?= 60
+FUZZ_MAX_LEN  ?= 4096
+FUZZ_MAX_LEN_listing := 16384
+FUZZ_MAX_LEN_exec    := 8192
+FUZZ_TIMEOUT  ?= 20
+FUZZ_DIR      := build/fuzz
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CXXFLAGS := -std=c++17 -O1 -g -Wall -Wextra -MMD -MP -fsanitize=fuzzer-no-link $(FUZZ_SAN)
+FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
+FUZZ_LIB_OBJ  := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(LIB_SRC))
+
+fuzz: fuzz-deps
+	@$(MAKE) $(JOBS) $(FUZZ_BINS)
+	@fail=; $(foreach t,$(FUZZ_NAMES),max_len_$t=$(or $(FUZZ_MAX_LEN_$t),$(FUZZ_MAX_LEN))); \
+	for t in $(FUZZ_NAMES); do \
+	  work=$(FUZZ_DIR)/corpus-work/$$t; art=$(FUZZ_DIR)/artifacts/$$t/; log=$(FUZZ_DIR)/$$t.log; \
+	  rm -rf $$work && mkdir -p $$work $$art && cp -r tests/fuzz/corpus/$$t/. $$work/; \
+	  dict=tests/fuzz/$$t.dict; [ -f $$dict ] && dict=-dict=$$dict || dict=; \
+	  eval max_len=\$$max_len_$$t; \
+	  echo "fuzz $$t: $(FUZZ_SECONDS) s, -max_len=$$max_len, corpus $$work, log $$log"; \
+	  if $(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -max_len=$$max_len -rss_limit_mb=2048 \
+	       -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 -artifact_prefix=$$art $$dict $(FUZZ_ARGS) \
+	       $$work >$$log 2>&1; then \
+	    grep -E '^(#[0-9]+.*DONE|stat::(number_of_executed_units|average_exec_per_sec))' $$log; \
+	  else \
+	    tail -n 40 $$log; echo "fuzz $$t: FAILED (artifact in $$art)"; fail="$$fail $$t"; \
+	  fi; \
+	done; [ -z "$$fail" ] || { echo "fuzz: crashes in:$$fail"; exit 1; }
+
+fuzz-smoke:
+	@$(MAKE) fuzz FUZZ_SECONDS=10
+
+# Keep the targets' own objects, which make would otherwise delete as intermediate files.
+.PRECIOUS: $(FUZZ_DIR)/obj/tests/fuzz/%.o
+$(FUZZ_DIR)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(CPPFLAGS) $(FUZZ_CXXFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CXX) -fsanitize=fuzzer $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
+
+# Writes the generated seeds (tests/fuzz/make_seeds.cpp says which).
+$(FUZZ_DIR)/make_seeds: $(FUZZ_DIR)/obj/tests/fuzz/make_seeds.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CXX) $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
 
 # The library, the tool, the C header and a pkg-config file: after `make install PREFIX=/opt/nnasm`,
 # `PKG_CONFIG_PATH=/opt/nnasm/lib/pkgconfig pkg-config --cflags --libs nnasm` gives the flags.

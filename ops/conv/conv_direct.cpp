@@ -199,7 +199,7 @@ class WeightGen {
 
  private:
   const Reg64 &rX0 = rsi, &rDy = rdx, &rAcc = rcx, &rXc = r8, &rAccC = r9, &rXr = r10, &rDyr = r11, &rCnt = rax,
-              &rRow = rbx, &rBlk = rbp, &rI = r12;
+              &rRow = rbx, &rBlk = rbp;
 
   int64_t row_bytes() const { return d_.rs() * 4; }
   int64_t taps() const { return d_.kh * d_.kw; }

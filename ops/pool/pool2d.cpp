@@ -80,7 +80,7 @@ void maxpool_ref(const KernelArgs* a) {
   const float* x = static_cast<const float*>(a->in[0]);
   float* y = static_cast<float*>(a->out[0]);
   // Takes v when larger, and any NaN, so NaN sticks once in.
-  const auto fold = [](float m, float v) { return (v > m) | (v != v) ? v : m; };
+  const auto fold = [](float m, float v) { return ((v > m) | (v != v)) ? v : m; };
   for (int64_t p = 0; p < g.planes(); ++p)
     for (int64_t oy = 0; oy < g.ho; ++oy)
       fold_row(g, x + p * g.h * g.w, oy, -std::numeric_limits<float>::infinity(), fold, y + (p * g.ho + oy) * g.wo);
