@@ -12,6 +12,7 @@
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
+#   make check-noexcept  the library and suite built with -fno-exceptions -fno-rtti
 #   make fuzz      the libFuzzer targets (tests/fuzz/fuzz_<name>.cpp; clang, ASan + UBSan), each
 #                  FUZZ_SECONDS (60) on a copy of its corpus; fails if one finds a crash
 #   make fuzz-smoke  the same for 10 seconds each (CI)
@@ -41,6 +42,12 @@ LDLIBS   := -lfmt -lxxhash -lz -lpthread
 ifneq ($(SAN),)
 CXXFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -g
 LDFLAGS  += -fsanitize=$(SAN)
+endif
+# make check-noexcept: everything without exceptions and RTTI (xbyak reports errors by code), but
+# the one translation unit that wraps cereal, which throws and catches at its edge.
+ifneq ($(NOEXCEPT),)
+CXXFLAGS += -fno-exceptions -fno-rtti -DXBYAK_NO_EXCEPTION
+BUILD    := build/noexcept
 endif
 
 MAKEFLAGS += --no-print-directory
@@ -73,7 +80,7 @@ TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa bench bench-gemm bench-torch fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-torch fuzz fuzz-smoke samples \
         install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -101,6 +108,14 @@ test: deps
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
+
+# The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
+# platforms that forbid both), then the suite at the native level. The tool is the ordinary one:
+# its option parser (CLI11) throws.
+check-noexcept: deps
+	@$(MAKE) $(JOBS) NOEXCEPT=1 build/noexcept/tests/nnasm_tests
+	@$(MAKE) $(JOBS) $(TOOL)
+	NNASM_TOOL=$(TOOL) build/noexcept/tests/nnasm_tests --gtest_brief=1
 
 # Every level and the JIT switched off (NNASM_JIT=0), each with a full summary.
 test-isa: deps
@@ -130,6 +145,9 @@ bench-torch:
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+ifneq ($(NOEXCEPT),)
+$(BUILD)/obj/serialize/section_codec.o: CXXFLAGS += -fexceptions -frtti
+endif
 
 # C: the API's users. Strict C99, warnings as errors, so the header stays valid C.
 CC      ?= cc

@@ -67,10 +67,15 @@ static int check(nnasm_status s, const char* what) {
   return 1;
 }
 
-/* One agent's frame: observe, think, act. */
-static int think(Agent* a, int frame, int index) {
-  int i, best = 0;
+/* What an agent sees this frame (the game's work, not the network's). */
+static void observe(Agent* a, int frame, int index) {
+  int i;
   for (i = 0; i < OBS; ++i) a->obs[i] = (float)sin(0.01 * frame + 0.37 * index + 0.5 * i);
+}
+
+/* One agent's decision: the network's input, run and output, and the best action. */
+static int think(Agent* a) {
+  int i, best = 0;
   if (nnasm_instance_set_input(a->instance, "obs", a->obs, sizeof a->obs) != NNASM_OK) return 1;
   if (nnasm_instance_run(a->instance) != NNASM_OK) return 1;
   if (nnasm_instance_get_output(a->instance, "action", a->action, sizeof a->action) != NNASM_OK) return 1;
@@ -88,8 +93,9 @@ static void* work(void* arg) {
     pthread_barrier_wait(w->start);
     frame = *w->frame;
     if (frame < 0) break;
+    for (k = 0; k < w->count; ++k) observe(&w->agents[w->first + k], frame, w->first + k);
     t0 = now();
-    for (k = 0; k < w->count; ++k) w->failed |= think(&w->agents[w->first + k], frame, w->first + k);
+    for (k = 0; k < w->count; ++k) w->failed |= think(&w->agents[w->first + k]);
     w->busy += now() - t0;
     w->runs += w->count;
     pthread_barrier_wait(w->done);
@@ -175,7 +181,7 @@ int main(int argc, char** argv) {
          nnasm_version());
   printf("frames: %d in %.2f s: %.0f frames/s, frame time mean %.3f ms, p99 %.3f ms\n", frames, now() - start,
          frames / sum, 1e3 * sum / frames, 1e3 * frame_time[(size_t)((frames - 1) * 0.99)]);
-  printf("per-agent inference: %.2f us (set input, run, get output; mean over %ld runs)\n", 1e6 * busy / (double)runs,
+  printf("per-agent inference: %.2f us (set input, run, get output, argmax; mean over %ld runs)\n", 1e6 * busy / (double)runs,
          runs);
   printf("agent 0 chose action %d\n", all[0].choice);
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/nnasm.h"
 #include "engine/optimizer.h"
 #include "tests/test_programs.h"
 
@@ -222,6 +223,35 @@ TEST(NoAlloc, ThreadedRunAllocatesNothing) {
   for (int i = 0; i < 64; ++i) ex.value()->tensor("labels")->i32()[i] = i % 10;
   ex.value()->train_step();  // the pool's threads are warm
   EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 5; ++i) ex.value()->train_step(); }), 0);
+}
+
+// The C API's per-frame calls, as a game makes them: through an instance created beforehand.
+TEST(NoAlloc, CApiFrameCallsAllocateNothing) {
+  SKIP_UNLESS_COUNTING();
+  const char listing[] =
+      "input %obs : f32[1,32]\nparam @w1 : f32[32,64] init=he_normal\nparam @b1 : f32[64] init=zeros\n"
+      "param @w2 : f32[64,8] init=he_normal\nparam @b2 : f32[8] init=zeros\noutput %act\n\nforward:\n"
+      "  LINEAR %obs, @w1, @b1 -> %h  act=relu\n  LINEAR %h, @w2, @b2 -> %z\n  SOFTMAX %z -> %act  axis=-1\n";
+  nnasm_model* m = nullptr;
+  ASSERT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, nullptr, &m), NNASM_OK) << nnasm_last_error();
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK);
+  float obs[32] = {0.5f}, act[8];
+  int done = 0;
+  EXPECT_EQ(allocations_in([&] {
+              for (int frame = 0; frame < 10; ++frame) {
+                obs[frame] = 0.1f * static_cast<float>(frame);
+                nnasm_instance_set_input(in, "obs", obs, sizeof obs);
+                nnasm_instance_run(in);
+                nnasm_instance_get_output(in, "act", act, sizeof act);
+                while (!done) nnasm_instance_run_steps(in, 1, &done);
+                done = 0;
+              }
+            }),
+            0);
+  EXPECT_TRUE(std::isfinite(act[0]));
+  nnasm_instance_free(in);
+  nnasm_model_free(m);
 }
 
 }  // namespace nnasm
