@@ -28,16 +28,23 @@ using nnasm::TensorId;
 thread_local std::string t_last_error;
 
 nnasm_status fail(nnasm_status code, const std::string& msg) {
+#if defined(__cpp_exceptions)
   try {
     t_last_error = msg;
   } catch (...) {  // no memory for the message: the code still says what happened
   }
+#else
+  t_last_error = msg;
+#endif
   return code;
 }
 
-// Runs `body` (returning nnasm_status), turning any escaping exception into a status.
+// Runs `body` (returning nnasm_status), turning any escaping exception into a status. Built
+// without exceptions (make check-noexcept) there is nothing to catch: the engine reports every
+// failure as a Status, and only a failed allocation, which then ends the process, is left.
 template <typename F>
 nnasm_status guarded(F&& body) {
+#if defined(__cpp_exceptions)
   try {
     return body();
   } catch (const std::bad_alloc&) {
@@ -47,6 +54,9 @@ nnasm_status guarded(F&& body) {
   } catch (...) {
     return fail(NNASM_ERR_INTERNAL, "internal error");
   }
+#else
+  return body();
+#endif
 }
 
 struct Io {
@@ -234,12 +244,7 @@ nnasm_status nnasm_model_load_memory(const void* data, size_t size, const nnasm_
   });
 }
 
-void nnasm_model_free(nnasm_model* m) {
-  try {
-    release(m);
-  } catch (...) {
-  }
-}
+void nnasm_model_free(nnasm_model* m) { release(m); }
 
 nnasm_status nnasm_model_input_count(const nnasm_model* m, size_t* count) {
   if (!m || !count) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or count is NULL");
@@ -286,39 +291,42 @@ nnasm_status nnasm_instance_create(nnasm_model* m, nnasm_instance** out) {
 
 void nnasm_instance_free(nnasm_instance* in) {
   if (!in) return;
-  try {
-    nnasm_model* m = in->model;
-    delete in;
-    release(m);
-  } catch (...) {
-  }
+  nnasm_model* m = in->model;
+  delete in;  // destructors free memory and never throw
+  release(m);
 }
 
 nnasm_status nnasm_instance_set_input(nnasm_instance* in, const char* name, const void* data, size_t bytes) {
-  void* dst = nullptr;
-  size_t size = 0;
-  if (nnasm_status s = lookup(in, name, true, false, &dst, &size)) return s;
-  if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
-  if (bytes != size)
-    return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("input '{}' holds {} bytes, got {}", name, size, bytes));
-  std::memcpy(dst, data, bytes);
-  return NNASM_OK;
+  return guarded([&] {
+    void* dst = nullptr;
+    size_t size = 0;
+    if (nnasm_status s = lookup(in, name, true, false, &dst, &size)) return s;
+    if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
+    if (bytes != size)
+      return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("input '{}' holds {} bytes, got {}", name, size, bytes));
+    std::memcpy(dst, data, bytes);
+    return NNASM_OK;
+  });
 }
 
 nnasm_status nnasm_instance_get_output(nnasm_instance* in, const char* name, void* data, size_t bytes) {
-  void* src = nullptr;
-  size_t size = 0;
-  if (nnasm_status s = lookup(in, name, false, true, &src, &size)) return s;
-  if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
-  if (bytes != size)
-    return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("output '{}' holds {} bytes, got {}", name, size, bytes));
-  std::memcpy(data, src, bytes);
-  return NNASM_OK;
+  return guarded([&] {
+    void* src = nullptr;
+    size_t size = 0;
+    if (nnasm_status s = lookup(in, name, false, true, &src, &size)) return s;
+    if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
+    if (bytes != size)
+      return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("output '{}' holds {} bytes, got {}", name, size, bytes));
+    std::memcpy(data, src, bytes);
+    return NNASM_OK;
+  });
 }
 
 nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, void** data, size_t* bytes) {
-  if (!data || !bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data or bytes is NULL");
-  return lookup(in, name, true, true, data, bytes);
+  return guarded([&] {
+    if (!data || !bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data or bytes is NULL");
+    return lookup(in, name, true, true, data, bytes);
+  });
 }
 
 nnasm_status nnasm_instance_run(nnasm_instance* in) {

@@ -1,6 +1,7 @@
 // Errors as values: every fallible call returns a Status or a Result<T> whose message names the
 // place (file:line:col, byte offset, tensor name, instruction index). Nothing here throws.
 #pragma once
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -53,5 +54,22 @@ class Result {
     ::nnasm::Status nnasm_s_ = (expr);   \
     if (!nnasm_s_) return nnasm_s_;      \
   } while (0)
+
+// Calls f() (returning a Status or a Result) where a big allocation may fail: with exceptions on,
+// std::bad_alloc becomes the error `message()` formats; built without exceptions (make
+// check-noexcept) a failed allocation ends the process, as any in such a build does.
+template <typename F, typename M>
+auto catch_bad_alloc(F&& f, M&& message) -> decltype(f()) {
+#if defined(__cpp_exceptions)
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status::error(message());
+  }
+#else
+  (void)message;
+  return f();
+#endif
+}
 
 }  // namespace nnasm

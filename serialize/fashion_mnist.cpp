@@ -68,12 +68,13 @@ Status fashion_mnist_load(const std::string& dir_arg, bool train, Dataset* out) 
     if (labels.u8[i] > 9)
       return Status::errorf("{}: label {} (at byte {}) is {}, outside 0..9", labels_path, i, 8 + i, labels.u8[i]);
 
-  try {
-    out->images.resize(images.u8.size());
-    out->labels.resize(labels.u8.size());
-  } catch (const std::bad_alloc&) {
-    return Status::errorf("{}: cannot allocate {} floats for the images", images_path, images.u8.size());
-  }
+  NNASM_TRY(catch_bad_alloc(
+      [&] {
+        out->images.resize(images.u8.size());
+        out->labels.resize(labels.u8.size());
+        return Status::ok();
+      },
+      [&] { return fmt::format("{}: cannot allocate {} floats for the images", images_path, images.u8.size()); }));
   for (size_t i = 0; i < images.u8.size(); ++i) out->images[i] = images.u8[i] / 255.0f;  // division keeps 255 exactly 1
   for (size_t i = 0; i < labels.u8.size(); ++i) out->labels[i] = labels.u8[i];
   out->n = images.shape[0];

@@ -193,29 +193,29 @@ template <typename T>
 Status read_elements(Source& src, size_t n, bool sized, std::vector<T>* v, size_t* got, const std::string& what) {
   const size_t need = n * sizeof(T);
   *got = 0;
-  try {
-    v->clear();
-    if (sized) {
-      v->resize(n);
-      return src.read(v->data(), need, got);
-    }
-    constexpr size_t kFirst = size_t(1) << 20;
-    size_t cap = 0;
-    while (*got < need) {
-      size_t next = cap == 0 ? kFirst : cap * 2;
-      if (next > need) next = need;
-      const size_t elems = (next + sizeof(T) - 1) / sizeof(T);
-      v->resize(elems);
-      cap = next;
-      size_t g = 0;
-      NNASM_TRY(src.read(reinterpret_cast<unsigned char*>(v->data()) + *got, cap - *got, &g));
-      *got += g;
-      if (*got < cap) break;
-    }
-    return Status::ok();
-  } catch (const std::bad_alloc&) {
-    return Status::errorf("{}: cannot allocate {} elements", what, n);
-  }
+  return catch_bad_alloc(
+      [&]() -> Status {
+        v->clear();
+        if (sized) {
+          v->resize(n);
+          return src.read(v->data(), need, got);
+        }
+        constexpr size_t kFirst = size_t(1) << 20;
+        size_t cap = 0;
+        while (*got < need) {
+          size_t next = cap == 0 ? kFirst : cap * 2;
+          if (next > need) next = need;
+          const size_t elems = (next + sizeof(T) - 1) / sizeof(T);
+          v->resize(elems);
+          cap = next;
+          size_t g = 0;
+          NNASM_TRY(src.read(reinterpret_cast<unsigned char*>(v->data()) + *got, cap - *got, &g));
+          *got += g;
+          if (*got < cap) break;
+        }
+        return Status::ok();
+      },
+      [&] { return fmt::format("{}: cannot allocate {} elements", what, n); });
 }
 
 // Converts `n` big-endian 4-byte words in place to host order.

@@ -254,18 +254,18 @@ Status check_layout(std::string_view header, size_t header_start, size_t data_le
 
 // Sizes the vector of `out`'s dtype to `n` elements and returns its storage.
 Result<void*> allocate_elements(NpyArray* out, size_t n, const std::string& what) {
-  try {
-    out->f32.clear();
-    out->i32.clear();
-    if (out->type.dtype == DType::F32) {
-      out->f32.resize(n);
-      return static_cast<void*>(out->f32.data());
-    }
-    out->i32.resize(n);
-    return static_cast<void*>(out->i32.data());
-  } catch (const std::bad_alloc&) {
-    return Status::errorf("{}: cannot allocate {} elements", what, n);
-  }
+  return catch_bad_alloc(
+      [&]() -> Result<void*> {
+        out->f32.clear();
+        out->i32.clear();
+        if (out->type.dtype == DType::F32) {
+          out->f32.resize(n);
+          return static_cast<void*>(out->f32.data());
+        }
+        out->i32.resize(n);
+        return static_cast<void*>(out->i32.data());
+      },
+      [&] { return fmt::format("{}: cannot allocate {} elements", what, n); });
 }
 
 std::string sys_error(const std::string& path, const char* doing) {

@@ -13,22 +13,43 @@ JitKernel::~JitKernel() = default;
 
 const void* JitKernel::code() const { return gen_ ? gen_->getCode() : nullptr; }
 
-Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, size_t max_bytes,
-                                                      const std::function<Status(Xbyak::CodeGenerator&)>& emit) {
-  std::shared_ptr<JitKernel> k(new JitKernel());
-  k->name_ = name;
+namespace {
+
+// Runs `body` (code generation), turning xbyak's failures into a Status: its exceptions, or with
+// XBYAK_NO_EXCEPTION (builds without exceptions) the error code it leaves behind.
+template <typename F>
+Status xbyak_guard(const std::string& name, F&& body) {
+#ifdef XBYAK_NO_EXCEPTION
+  Xbyak::ClearError();
+  Status s = body();
+  if (const int e = Xbyak::GetError()) return Status::errorf("generating {}: xbyak: {}", name, Xbyak::ConvertErrorToString(e));
+  return s;
+#else
   try {
-    // DontSetProtectRWE: the buffer stays read+write (never RWX) until setProtectModeRE.
-    k->gen_ = std::make_unique<Xbyak::CodeGenerator>(max_bytes, Xbyak::DontSetProtectRWE);
-    NNASM_TRY(emit(*k->gen_));
-    k->gen_->setProtectModeRE();
-    k->bytes_ = k->gen_->getSize();
-    k->fn_ = k->gen_->getCode<KernelFn>();
+    return body();
   } catch (const Xbyak::Error& e) {
     return Status::errorf("generating {}: xbyak: {}", name, e.what());
   } catch (const std::exception& e) {
     return Status::errorf("generating {}: {}", name, e.what());
   }
+#endif
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const JitKernel>> build_kernel(const std::string& name, size_t max_bytes,
+                                                      const std::function<Status(Xbyak::CodeGenerator&)>& emit) {
+  std::shared_ptr<JitKernel> k(new JitKernel());
+  k->name_ = name;
+  NNASM_TRY(xbyak_guard(name, [&] {
+    // DontSetProtectRWE: the buffer stays read+write (never RWX) until setProtectModeRE.
+    k->gen_ = std::make_unique<Xbyak::CodeGenerator>(max_bytes, Xbyak::DontSetProtectRWE);
+    NNASM_TRY(emit(*k->gen_));
+    if (!k->gen_->setProtectModeRE()) return Status::errorf("generating {}: cannot make the code executable", name);
+    k->bytes_ = k->gen_->getSize();
+    k->fn_ = k->gen_->getCode<KernelFn>();
+    return Status::ok();
+  }));
   return std::shared_ptr<const JitKernel>(std::move(k));
 }
 
@@ -64,14 +85,13 @@ Result<std::shared_ptr<const JitKernel>> build_kernel_measured(KernelCache& cach
       // 64-byte aligned like the final buffer, so align() pads alike.
       AlignedBuffer scratch(measure_bytes);
       if (scratch.empty()) return Status::errorf("generating {}: out of memory", name);
-      try {
+      NNASM_TRY(xbyak_guard(name, [&] {
         Xbyak::CodeGenerator m(measure_bytes, scratch.data());
         Status st = emit(m);
         if (!st) return st.with_prefix(fmt::format("generating {}: ", name));
         bytes = m.getSize();
-      } catch (const Xbyak::Error& e) {
-        return Status::errorf("generating {}: xbyak: {}", name, e.what());
-      }
+        return Status::ok();
+      }));
     }
     return build_kernel(name, bytes, emit);
   });
