@@ -124,6 +124,16 @@ nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_m
   jit.enabled = o.jit != 0;
   m->ctx.set_jit(jit);
   m->ctx.set_threads(o.threads);
+  if (o.alloc || o.free) {
+    if (!o.alloc || !o.free) return fail(NNASM_ERR_INVALID_ARGUMENT, "alloc and free go together");
+    nnasm::HostAllocator a;
+    a.alloc = o.alloc;
+    a.free = o.free;
+    a.user = o.alloc_user;
+    m->ctx.set_allocator(a);
+  }
+  if (o.parallel_for) m->ctx.set_parallel_for(o.parallel_for, o.parallel_user);
+  else m->ctx.set_pool_spin_us(0);  // a host's threads own the cores: ours sleep between jobs
   if (o.log) {
     const nnasm_log_fn fn = o.log;
     void* user = o.log_user;

@@ -72,6 +72,17 @@ typedef struct nnasm_model_options {
   int jit;              /* 1 (default): generated kernels; 0: reference kernels only */
   nnasm_log_fn log;     /* where the engine reports its own decisions; NULL: silent */
   void* log_user;
+  /* Host-owned memory for the big blocks: weights, state, inputs, outputs, arenas, kernel scratch
+   * (bookkeeping uses the C heap). alloc must return `alignment`-aligned memory (64) or NULL.
+   * NULL: the C heap. Called only while loading and creating instances, never by a run. */
+  void* (*alloc)(void* user, size_t bytes, size_t alignment);
+  void (*free)(void* user, void* p);
+  void* alloc_user;
+  /* A host job system for a run's parallel steps (with threads > 1): must call fn(ctx, t) once
+   * for every t in [0, n_tasks) and return when all have returned. NULL: nnasm's own threads,
+   * which sleep between jobs rather than spin. */
+  void (*parallel_for)(void* user, int n_tasks, void (*fn)(void* ctx, int task), void* ctx);
+  void* parallel_user;
 } nnasm_model_options;
 
 typedef struct nnasm_model nnasm_model;

@@ -38,8 +38,21 @@ void Context::set_threads(int n) {
 }
 
 const std::shared_ptr<ThreadPool>& Context::thread_pool() {
-  if (!pool_) pool_ = std::make_shared<ThreadPool>(threads_);
+  if (!pool_)
+    pool_ = parallel_for_ ? std::make_shared<ThreadPool>(threads_, parallel_for_, parallel_for_user_)
+                          : std::make_shared<ThreadPool>(threads_, spin_us_);
   return pool_;
+}
+
+void Context::set_parallel_for(ThreadPool::ExternalFn fn, void* user) {
+  parallel_for_ = fn;
+  parallel_for_user_ = user;
+  pool_.reset();
+}
+
+void Context::set_pool_spin_us(int us) {
+  spin_us_ = us;
+  pool_.reset();
 }
 
 void Context::log(const std::string& msg) const {

@@ -64,6 +64,17 @@ class Context {
   // share it; the pool lets one job run at a time (a second caller runs its tasks itself).
   const std::shared_ptr<ThreadPool>& thread_pool();
 
+  // Where the big blocks of this context's tensors and executors come from (HostAllocator); the
+  // C heap by default. Set before anything is allocated; `a` is copied and lives with the context.
+  void set_allocator(const HostAllocator& a) { allocator_ = a; has_allocator_ = a.alloc != nullptr; }
+  const HostAllocator* allocator() const { return has_allocator_ ? &allocator_ : nullptr; }
+  // Runs the parallel steps of executors prepared from now on on a host's job system instead of
+  // our threads (ThreadPool::ExternalFn); null restores our pool. Parts are sized for threads().
+  void set_parallel_for(ThreadPool::ExternalFn fn, void* user);
+  // How long our pool's workers spin after a job before sleeping (default ThreadPool::SPIN_US;
+  // 0: never spin, e.g. when a host's own threads need the cores).
+  void set_pool_spin_us(int us);
+
   // Where the engine reports what it decided on its own (a kernel that fell back to the
   // reference, an ignored setting). Default: standard error with an "nnasm: " prefix.
   void set_log(std::function<void(const std::string&)> log) { log_ = std::move(log); }
@@ -81,6 +92,11 @@ class Context {
   std::vector<std::string> passes_;
   std::shared_ptr<ThreadPool> pool_;
   std::function<void(const std::string&)> log_;
+  HostAllocator allocator_;
+  bool has_allocator_ = false;
+  ThreadPool::ExternalFn parallel_for_ = nullptr;
+  void* parallel_for_user_ = nullptr;
+  int spin_us_ = ThreadPool::SPIN_US;
 };
 
 }  // namespace nnasm

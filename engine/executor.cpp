@@ -30,7 +30,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     t.arena_slot = slot ? arena + slot->offset : nullptr;
     if (slot) continue;
     const bool fresh = !t.allocated();
-    if (!t.allocate())
+    if (!t.allocate(ctx.allocator()))
       return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
     const Role r = t.desc.role;
     if (r == Role::CONST || ((r == Role::PARAM || r == Role::STATE) && fresh)) init_tensor(t, ctx.seed());
@@ -82,7 +82,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   }
   if (scratch) {
     const size_t stride = (scratch + 63) / 64 * 64;
-    ex->scratch_ = AlignedBuffer(stride * max_parts);
+    ex->scratch_ = AlignedBuffer(stride * max_parts, ctx.allocator());
     if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", stride * max_parts);
     char* base = static_cast<char*>(ex->scratch_.data());
     for (Step& s : ex->steps_) s.args.scratch = base;
@@ -103,7 +103,7 @@ Status Executor::plan_arena() {
   plan_ = plan_memory(p);
   NNASM_TRY(verify_plan(p, plan_).with_prefix("internal error: "));
   if (plan_.tensors.empty()) return Status::ok();
-  arena_ = AlignedBuffer(plan_.arena_bytes);
+  arena_ = AlignedBuffer(plan_.arena_bytes, program_->context().allocator());
   if (arena_.empty()) return Status::errorf("cannot allocate the {}-byte arena of the temporaries", plan_.arena_bytes);
   return Status::ok();
 }
@@ -254,7 +254,7 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
     own_bytes += padded_bytes(t.data.bytes());  // each copy 64-byte aligned, as the original
   }
   if (own_bytes) {
-    in->own_ = AlignedBuffer(own_bytes);
+    in->own_ = AlignedBuffer(own_bytes, ctx.allocator());
     if (in->own_.empty()) return Status::errorf("cannot allocate {} bytes for an instance's tensors", own_bytes);
   }
   char* next = static_cast<char*>(in->own_.data());
@@ -264,7 +264,7 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   }
   auto copy_buffer = [&](const AlignedBuffer& from, AlignedBuffer* to, const char* what) -> Status {
     if (from.empty()) return Status::ok();
-    *to = AlignedBuffer(from.bytes());
+    *to = AlignedBuffer(from.bytes(), ctx.allocator());
     if (to->empty()) return Status::errorf("cannot allocate the {}-byte {} of an instance", from.bytes(), what);
     in->moved_.push_back({static_cast<const char*>(from.data()), from.bytes(), static_cast<char*>(to->data())});
     return Status::ok();

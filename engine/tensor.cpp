@@ -34,34 +34,51 @@ bool init_from_name(const std::string& s, InitKind* out) {
   return false;
 }
 
-AlignedBuffer::AlignedBuffer(size_t bytes) {
+AlignedBuffer::AlignedBuffer(size_t bytes, const HostAllocator* allocator) {
   const size_t padded = padded_bytes(bytes);
-  p_ = std::aligned_alloc(64, padded);
+  if (allocator && allocator->alloc) {
+    allocator_ = allocator;
+    p_ = allocator->alloc(allocator->user, padded, 64);
+    if (p_ && reinterpret_cast<uintptr_t>(p_) % 64 != 0) {  // a host allocator that ignored the alignment
+      release();
+      return;
+    }
+  } else {
+    p_ = std::aligned_alloc(64, padded);
+  }
   if (!p_) return;  // callers check empty()
   std::memset(p_, 0, padded);
   bytes_ = bytes;
 }
 
-AlignedBuffer::~AlignedBuffer() { std::free(p_); }
+void AlignedBuffer::release() {
+  if (p_ && allocator_ && allocator_->free) allocator_->free(allocator_->user, p_);
+  else if (!allocator_) std::free(p_);
+  p_ = nullptr;
+  bytes_ = 0;
+}
 
-AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) {
+AlignedBuffer::~AlignedBuffer() { release(); }
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_), allocator_(o.allocator_) {
   o.p_ = nullptr;
   o.bytes_ = 0;
 }
 
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   if (this != &o) {
-    std::free(p_);
+    release();
     p_ = o.p_;
     bytes_ = o.bytes_;
+    allocator_ = o.allocator_;
     o.p_ = nullptr;
     o.bytes_ = 0;
   }
   return *this;
 }
 
-bool Tensor::allocate() {
-  if (data.empty()) data = AlignedBuffer(static_cast<size_t>(numel()) * dtype_size(desc.type.dtype));
+bool Tensor::allocate(const HostAllocator* allocator) {
+  if (data.empty()) data = AlignedBuffer(static_cast<size_t>(numel()) * dtype_size(desc.type.dtype), allocator);
   return !data.empty();
 }
 

@@ -57,12 +57,22 @@ inline size_t storage_bytes(const TensorType& t) {
   return padded_bytes(static_cast<size_t>(t.shape.numel()) * dtype_size(t.dtype));
 }
 
+// A host's allocator (a game engine's, say): alloc(user, bytes, alignment) returns memory or null;
+// free(user, p) releases it. Used for the big blocks — tensor storage, arenas, kernel scratch —
+// of a context that has one (Context::set_allocator); bookkeeping uses the C++ heap.
+struct HostAllocator {
+  void* (*alloc)(void* user, size_t bytes, size_t alignment) = nullptr;
+  void (*free)(void* user, void* p) = nullptr;
+  void* user = nullptr;
+};
+
 // Owns one 64-byte-aligned, zero-initialized block of padded_bytes(bytes), or nothing if
-// allocation failed. Move-only.
+// allocation failed; from `allocator` when given (which must outlive the buffer), else the C
+// heap. Move-only.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes);
+  explicit AlignedBuffer(size_t bytes, const HostAllocator* allocator = nullptr);
   ~AlignedBuffer();
   AlignedBuffer(AlignedBuffer&& o) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
@@ -73,8 +83,10 @@ class AlignedBuffer {
   bool empty() const { return p_ == nullptr; }
 
  private:
+  void release();
   void* p_ = nullptr;
   size_t bytes_ = 0;
+  const HostAllocator* allocator_ = nullptr;
 };
 
 struct Tensor {
@@ -87,9 +99,10 @@ struct Tensor {
   // one reading it: after a run it may hold a later temporary's bytes.
   void* arena_slot = nullptr;
 
-  // Allocates zeroed storage of its own if absent; false if the allocation failed. Requires the
-  // shape to be final (its size checked against limits by whoever made it).
-  bool allocate();
+  // Allocates zeroed storage of its own if absent (from `allocator` when given); false if the
+  // allocation failed. Requires the shape to be final (its size checked against limits by
+  // whoever made it).
+  bool allocate(const HostAllocator* allocator = nullptr);
   bool allocated() const { return !data.empty() || arena_slot; }
   // Where the values are: the arena slot if there is one, else the tensor's own storage.
   void* storage() const { return arena_slot ? arena_slot : data.data(); }

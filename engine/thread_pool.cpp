@@ -32,7 +32,10 @@ constexpr int next_of(uint64_t job) { return static_cast<int>(job & 0xffff); }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, ExternalFn external, void* user)
+    : external_(external), external_user_(user), external_threads_(threads > 1 ? threads : 1) {}
+
+ThreadPool::ThreadPool(int threads, int spin_us) : spin_us_(spin_us > 0 ? spin_us : 0) {
   const int n = threads > 1 ? threads - 1 : 0;
   workers_.reserve(n);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker(); });
@@ -61,7 +64,7 @@ void ThreadPool::worker() {
   uint32_t seen = 0;  // the last generation this worker took part in
   for (;;) {
     // Spin for a new job; check the clock (vDSO, no system call) only every 64 pauses.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(SPIN_US);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
     uint32_t gen = gen_of(job_.load(std::memory_order_acquire));
     for (int i = 1; gen == seen && !stop_.load(std::memory_order_relaxed); ++i) {
       cpu_pause();
@@ -90,6 +93,10 @@ void ThreadPool::worker() {
 
 void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
+  if (external_) {
+    external_(external_user_, n_tasks, fn, ctx);
+    return;
+  }
   if (workers_.empty() || n_tasks == 1 || busy_.exchange(true, std::memory_order_acquire)) {
     for (int t = 0; t < n_tasks; ++t) fn(ctx, t);
     return;

@@ -16,11 +16,17 @@ class ThreadPool {
  public:
   using TaskFn = void (*)(void* ctx, int task);
   static constexpr int MAX_TASKS = 0xffff;  // tasks per job
-  static constexpr int SPIN_US = 40;        // a worker's spin after a job, before it sleeps
+  static constexpr int SPIN_US = 40;        // default spin of a worker after a job, before it sleeps
+  // A host's job system: runs fn(ctx, t) for each t in [0, n_tasks) and returns when all are done.
+  using ExternalFn = void (*)(void* user, int n_tasks, TaskFn fn, void* ctx);
 
   // Requires threads ≥ 1 (smaller counts are taken as 1). Starts threads − 1 workers (none for
-  // 1). Allocates.
-  explicit ThreadPool(int threads);
+  // 1), which spin `spin_us` microseconds after each job before sleeping (0: sleep at once).
+  // Allocates.
+  explicit ThreadPool(int threads, int spin_us = SPIN_US);
+  // A pool without threads of its own: run() hands every job to `external` (a host's
+  // parallel_for), which must meet run()'s contract. `threads` is what parts are sized for.
+  ThreadPool(int threads, ExternalFn external, void* user);
   // Wakes and joins the workers. Requires: no `run` in progress.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -33,7 +39,7 @@ class ThreadPool {
   // with another caller's job runs its own tasks itself, in order.
   void run(int n_tasks, TaskFn fn, void* ctx);
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return external_ ? external_threads_ : static_cast<int>(workers_.size()) + 1; }
   // How many times a worker has gone to sleep since the pool started (for tests: an idle pool's
   // workers sleep rather than spin).
   uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
@@ -58,6 +64,10 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::atomic<uint64_t> sleeps_{0};
   std::atomic<bool> busy_{false};
+  int spin_us_ = SPIN_US;
+  ExternalFn external_ = nullptr;
+  void* external_user_ = nullptr;
+  int external_threads_ = 1;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };

@@ -159,7 +159,7 @@ Status decode_data(SectionReader& r, const ModelLimits& lim, Program* out, Model
     if (bytes > r.remaining())
       return r.error(fmt::format("{}: {} values need {} bytes, the section has {} left", which, t.numel(), bytes,
                                  r.remaining()));
-    if (!t.allocate()) return r.error(fmt::format("{}: cannot allocate {} bytes", which, bytes));
+    if (!t.allocate(out->context().allocator())) return r.error(fmt::format("{}: cannot allocate {} bytes", which, bytes));
     NNASM_TRY(r.array(t.data.data(), bytes, es, "values"));
     ++meta->tensors_with_values;
   }
@@ -262,7 +262,8 @@ Status copy_values(const Program& from, Program* to, ValuesReport* report) {
       rep.fresh.push_back(t.desc.name);
       continue;
     }
-    if (!t.allocate()) return Status::errorf("@{}: cannot allocate {} bytes", t.desc.name, storage_bytes(t.desc.type));
+    if (!t.allocate(to->context().allocator()))
+      return Status::errorf("@{}: cannot allocate {} bytes", t.desc.name, storage_bytes(t.desc.type));
     std::memcpy(t.data.data(), src->data.data(), size_t(t.numel()) * dtype_size(t.desc.type.dtype));
     rep.copied.push_back(t.desc.name);
   }

@@ -3,7 +3,9 @@
 // bitwise equal to one thread, and load/unload cycles that leave memory flat.
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -230,6 +232,68 @@ TEST(CApi, InstancesOnManyThreadsMatchOneThreadBitwise) {
     });
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// A host allocator that counts, and a host job system that runs tasks in order and counts jobs.
+struct HostCounts {
+  std::atomic<long> allocs{0}, frees{0}, jobs{0};
+};
+void* host_alloc(void* user, size_t bytes, size_t alignment) {
+  ++static_cast<HostCounts*>(user)->allocs;
+  return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+}
+void host_free(void* user, void* p) {
+  ++static_cast<HostCounts*>(user)->frees;
+  std::free(p);
+}
+void host_parallel_for(void* user, int n, void (*fn)(void*, int), void* ctx) {
+  ++static_cast<HostCounts*>(user)->jobs;
+  for (int t = n - 1; t >= 0; --t) fn(ctx, t);  // any order must do: each task owns its slice
+}
+
+TEST(CApi, HostAllocatorAndJobSystem) {
+  // Big enough that the 1024-wide layer splits its columns into parts when threads > 1.
+  const char listing[] =
+      "input %x : f32[1,1024]\nparam @w : f32[1024,1024] init=he_normal\nparam @b : f32[1024] init=zeros\n"
+      "output %y\n\nforward:\n  LINEAR %x, @w, @b -> %y  act=relu\n";
+  HostCounts counts;
+  nnasm_model_options o;
+  nnasm_model_options_init(&o);
+  o.alloc = host_alloc;
+  o.free = host_free;
+  o.alloc_user = &counts;
+  o.threads = 2;
+  o.parallel_for = host_parallel_for;
+  o.parallel_user = &counts;
+  nnasm_model *m = nullptr, *plain = nullptr;
+  ASSERT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, &o, &m), NNASM_OK) << nnasm_last_error();
+  ASSERT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, nullptr, &plain), NNASM_OK);
+  nnasm_instance *in = nullptr, *ref = nullptr;
+  ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_create(plain, &ref), NNASM_OK);
+  const long allocs_before_runs = counts.allocs;
+  EXPECT_GE(allocs_before_runs, 4);  // w, b, x, y at least, and the instance's block
+  std::vector<float> x(1024), y(1024), y_ref(1024);
+  for (int i = 0; i < 1024; ++i) x[i] = std::sin(0.01f * i);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(nnasm_instance_set_input(in, "x", x.data(), 4096), NNASM_OK);
+    ASSERT_EQ(nnasm_instance_run(in), NNASM_OK);
+  }
+  EXPECT_EQ(counts.allocs, allocs_before_runs);  // runs allocate nothing through the host either
+  EXPECT_GE(counts.jobs, 3);                      // the split layer ran on the host's job system
+  ASSERT_EQ(nnasm_instance_get_output(in, "y", y.data(), 4096), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_set_input(ref, "x", x.data(), 4096), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_run(ref), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_get_output(ref, "y", y_ref.data(), 4096), NNASM_OK);
+  EXPECT_EQ(y, y_ref);  // bitwise the same as one thread on the C heap
+  nnasm_instance_free(in);
+  nnasm_instance_free(ref);
+  nnasm_model_free(m);
+  nnasm_model_free(plain);
+  EXPECT_EQ(counts.frees, counts.allocs);  // everything given back
+  nnasm_model_options_init(&o);
+  o.alloc = host_alloc;
+  EXPECT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, &o, &m), NNASM_ERR_INVALID_ARGUMENT);
 }
 
 long resident_kib() {
