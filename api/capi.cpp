@@ -97,6 +97,7 @@ std::vector<Io> describe(const nnasm::Program& p, const std::vector<TensorId>& i
     io.info.rank = d.type.shape.rank;
     for (int k = 0; k < d.type.shape.rank; ++k) io.info.dims[k] = d.type.shape[k];
     io.info.bytes = static_cast<size_t>(d.type.shape.numel()) * nnasm::dtype_size(d.type.dtype);
+    io.info.buffer_bytes = nnasm::storage_bytes(d.type);
     v.push_back(std::move(io));
   }
   for (Io& io : v) io.info.name = io.name.c_str();  // after the vector stopped moving
@@ -336,6 +337,27 @@ nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, vo
   return guarded([&] {
     if (!data || !bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data or bytes is NULL");
     return lookup(in, name, true, true, data, bytes);
+  });
+}
+
+nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buffer, size_t bytes) {
+  return guarded([&] {
+    if (!in || !name) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or name is NULL");
+    const nnasm_model& m = *in->model;
+    const int i = find(m.inputs, name), o = i < 0 ? find(m.outputs, name) : -1;
+    if (i < 0 && o < 0) {
+      void* unused = nullptr;
+      size_t n = 0;
+      return lookup(in, name, true, true, &unused, &n);  // the usual "no input named" message
+    }
+    const Io& io = i >= 0 ? m.inputs[i] : m.outputs[o];
+    if (buffer && bytes < io.info.buffer_bytes)
+      return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("'{}' needs a buffer of {} bytes (its {} rounded up to 64), got {}",
+                                                       name, io.info.buffer_bytes, io.info.bytes, bytes));
+    const Status s = in->ex->bind(io.id, buffer);
+    if (!s) return fail(NNASM_ERR_INVALID_ARGUMENT, s.message());
+    (i >= 0 ? in->in_data[i] : in->out_data[o]) = in->ex->data(io.id);
+    return NNASM_OK;
   });
 }
 

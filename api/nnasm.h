@@ -23,8 +23,9 @@
  * Determinism: the same model and inputs give bitwise-identical outputs across runs, instances,
  * threads and thread counts, at a given ISA level (NNASM_ISA or nnasm_model_options.isa).
  *
- * Allocation: loading and nnasm_instance_create allocate; nnasm_instance_run, _run_steps,
- * _set_input, _get_output and _tensor_data never do.
+ * Allocation: loading and nnasm_instance_create allocate (and nnasm_instance_bind, the first time
+ * it binds a tensor); nnasm_instance_run, _run_steps, _set_input, _get_output and _tensor_data
+ * never do.
  */
 #ifndef NNASM_H
 #define NNASM_H
@@ -60,7 +61,8 @@ typedef struct nnasm_tensor_info {
   nnasm_dtype dtype;
   int rank;
   int64_t dims[NNASM_MAX_RANK];
-  size_t bytes; /* elements × 4 */
+  size_t bytes;         /* elements × 4 */
+  size_t buffer_bytes;  /* what a buffer bound with nnasm_instance_bind must hold: bytes rounded up to 64 */
 } nnasm_tensor_info;
 
 typedef void (*nnasm_log_fn)(void* user, const char* message);
@@ -126,6 +128,11 @@ nnasm_status nnasm_instance_get_output(nnasm_instance* in, const char* name, voi
 /* Zero copy: where input or output `name` lives in this instance (64-byte aligned, valid while the
  * instance lives), and its size. Write inputs there before a run; read outputs after it. */
 nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, void** data, size_t* bytes);
+/* Zero copy from the caller's side: runs read input (or write output) `name` directly in
+ * `buffer`, which must be 64-byte aligned and hold at least the tensor's buffer_bytes (kernels
+ * touch whole 64-byte lines); the caller keeps it alive while bound. NULL unbinds. A misaligned
+ * buffer is NNASM_ERR_INVALID_ARGUMENT, a short one NNASM_ERR_SIZE_MISMATCH: copy instead. */
+nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buffer, size_t bytes);
 /* One whole forward run, inference mode (abandoning a run that run_steps left unfinished). */
 nnasm_status nnasm_instance_run(nnasm_instance* in);
 /* Runs at most `max_instructions` instructions of the run in progress (starting one when none is)

@@ -234,10 +234,37 @@ void* Executor::relocate(const void* p) const {
 }
 
 void* Executor::data(TensorId id) const {
+  for (const Bound& b : bound_)
+    if (b.id == id) return b.now;
   const Tensor* t = program_->context().find(id);
   if (!t || !program_->defined(id)) return nullptr;
   void* p = t->storage();
   return p ? relocate(p) : nullptr;
+}
+
+Status Executor::bind(TensorId id, void* p) {
+  const Tensor* t = program_->context().find(id);
+  if (!t || !program_->defined(id)) return Status::error("no such tensor");
+  const TensorDesc& d = t->desc;
+  if ((d.role != Role::INPUT && !d.is_output) || plan_.find(id) || t->data.empty())
+    return Status::errorf("{}{} is not an input or output with storage of its own", d.sigil(), d.name);
+  if (reinterpret_cast<uintptr_t>(p) % 64 != 0)
+    return Status::errorf("%{}: the buffer must be 64-byte aligned", d.name);
+  void* const own = relocate(t->data.data());
+  Bound* b = nullptr;
+  for (Bound& x : bound_)
+    if (x.id == id) b = &x;
+  if (!b) {
+    bound_.push_back({id, own, own});
+    b = &bound_.back();
+  }
+  void* const target = p ? p : own;
+  for (const void*& q : in_ptrs_)
+    if (q == b->now) q = target;
+  for (void*& q : out_ptrs_)
+    if (q == b->now) q = target;
+  b->now = target;
+  return Status::ok();
 }
 
 Result<std::unique_ptr<Executor>> Executor::instantiate() const {

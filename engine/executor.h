@@ -72,6 +72,14 @@ class Executor {
   // Where tensor `id` lives for this executor: an instance's own copy for what runs write, the
   // shared storage otherwise; nullptr if the program has no such tensor or it has no storage.
   void* data(TensorId id) const;
+  // Makes the run read (an input) or write (an output) tensor `id` at `p` instead of its own
+  // storage: zero-copy binding of a caller's buffer. Requires `p` 64-byte aligned with room for
+  // storage_bytes of the tensor's type (kernels touch whole 64-byte lines), and `id` an input or
+  // output with storage of its own (never a planned temporary). Errors otherwise; nullptr restores
+  // the tensor's own storage. Not thread-safe with a run of this executor; allocates only on a
+  // tensor's first binding.
+  Status bind(TensorId id, void* p);
+
   // Runs up to `max_steps` instructions of the forward section, starting where the previous call
   // stopped (a new forward run when the previous one finished); true once the run is complete.
   // Lets a caller spread one run over several frames; run() abandons a run in progress. No
@@ -155,6 +163,13 @@ class Executor {
   std::vector<Moved> moved_;  // sorted by `from`
   void* relocate(const void* p) const;
   size_t next_step_ = 0;  // run_steps' position in the forward section (0: at the start)
+  // Caller buffers bound by bind(): tensor, its own storage, where it is now.
+  struct Bound {
+    TensorId id;
+    void* own;
+    void* now;
+  };
+  std::vector<Bound> bound_;
 };
 
 }  // namespace nnasm

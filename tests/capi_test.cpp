@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -197,6 +198,41 @@ TEST(CApi, ZeroCopyBuffersAreTheInstances) {
   const std::vector<float> direct(static_cast<float*>(y), static_cast<float*>(y) + 4);
   EXPECT_EQ(run_once(in, 5), direct);
   nnasm_instance_free(in);
+}
+
+TEST(CApi, CallerBuffersBoundToInputsAndOutputs) {
+  Model model;
+  nnasm_instance *in = nullptr, *copying = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_create(model.m, &copying), NNASM_OK);
+  nnasm_tensor_info xi, yi;
+  ASSERT_EQ(nnasm_model_input_info(model.m, 0, &xi), NNASM_OK);
+  ASSERT_EQ(nnasm_model_output_info(model.m, 0, &yi), NNASM_OK);
+  EXPECT_EQ(xi.buffer_bytes, 64u);
+  alignas(64) float x[16] = {}, y[16] = {};
+  ASSERT_EQ(nnasm_instance_bind(in, "x", x, sizeof x), NNASM_OK) << nnasm_last_error();
+  ASSERT_EQ(nnasm_instance_bind(in, "y", y, sizeof y), NNASM_OK) << nnasm_last_error();
+  for (int k = 0; k < 3; ++k) {
+    input_for(k, x);
+    ASSERT_EQ(nnasm_instance_run(in), NNASM_OK);
+    EXPECT_EQ(std::vector<float>(y, y + 4), run_once(copying, k)) << k;
+  }
+  void* where = nullptr;
+  size_t n = 0;
+  ASSERT_EQ(nnasm_instance_tensor_data(in, "y", &where, &n), NNASM_OK);
+  EXPECT_EQ(where, static_cast<void*>(y));
+  EXPECT_EQ(nnasm_instance_bind(in, "x", reinterpret_cast<char*>(x) + 4, 60), NNASM_ERR_SIZE_MISMATCH);
+  EXPECT_EQ(nnasm_instance_bind(in, "x", reinterpret_cast<char*>(x) + 4, 64), NNASM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nnasm_last_error()).find("64-byte aligned"), std::string::npos) << nnasm_last_error();
+  EXPECT_EQ(nnasm_instance_bind(in, "nope", x, sizeof x), NNASM_ERR_NOT_FOUND);
+  // Unbound, the instance's own buffers are back: set_input/get_output work as before.
+  ASSERT_EQ(nnasm_instance_bind(in, "x", nullptr, 0), NNASM_OK);
+  ASSERT_EQ(nnasm_instance_bind(in, "y", nullptr, 0), NNASM_OK);
+  std::fill(std::begin(y), std::end(y), -1.f);
+  EXPECT_EQ(run_once(in, 7), run_once(copying, 7));
+  EXPECT_EQ(y[0], -1.f);
+  nnasm_instance_free(in);
+  nnasm_instance_free(copying);
 }
 
 // Many instances on many threads, thousands of runs: every output bitwise equal to what one
