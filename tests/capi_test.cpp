@@ -336,6 +336,41 @@ TEST(CApi, HostAllocatorAndJobSystem) {
   EXPECT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, &o, &m), NNASM_ERR_INVALID_ARGUMENT);
 }
 
+// A sample's output does not depend on where in the batch it sits (full register tiles or the
+// tail, first or last part of a split): batch 7 with the same sample at every position. With the
+// generated kernels only: the reference path's GEMM is Eigen's, whose blocking sums a row's
+// products in an order that depends on the row's place in its panel (README, Determinism).
+TEST(CApi, ASamplesOutputDoesNotDependOnItsBatchPosition) {
+  if (nnasm::jit_config_from_env().isa() == nnasm::Isa::REF) GTEST_SKIP() << "reference kernels: Eigen's GEMM blocking";
+  const char listing[] =
+      "input %x : f32[7,40]\nparam @w1 : f32[40,300] init=he_normal\nparam @b1 : f32[300] init=uniform low=-0.1 high=0.1\n"
+      "param @w2 : f32[300,5] init=xavier_uniform\nparam @b2 : f32[5] init=zeros\noutput %y\n\nforward:\n"
+      "  LINEAR %x, @w1, @b1 -> %h  act=relu\n  LINEAR %h, @w2, @b2 -> %z\n  SOFTMAX %z -> %y  axis=-1\n";
+  for (int threads : {1, 2}) {
+    nnasm_model_options o;
+    nnasm_model_options_init(&o);
+    o.threads = threads;
+    nnasm_model* m = nullptr;
+    ASSERT_EQ(nnasm_model_load_memory(listing, sizeof listing - 1, &o, &m), NNASM_OK) << nnasm_last_error();
+    nnasm_instance* in = nullptr;
+    ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK);
+    std::vector<float> first;
+    for (int pos = 0; pos < 7; ++pos) {
+      std::vector<float> x(7 * 40), y(7 * 5);
+      for (int r = 0; r < 7; ++r)
+        for (int i = 0; i < 40; ++i) x[r * 40 + i] = r == pos ? std::cos(0.3f * i) : std::sin(0.7f * (r + 1) * i);
+      ASSERT_EQ(nnasm_instance_set_input(in, "x", x.data(), x.size() * 4), NNASM_OK);
+      ASSERT_EQ(nnasm_instance_run(in), NNASM_OK);
+      ASSERT_EQ(nnasm_instance_get_output(in, "y", y.data(), y.size() * 4), NNASM_OK);
+      const std::vector<float> row(y.begin() + pos * 5, y.begin() + pos * 5 + 5);
+      if (pos == 0) first = row;
+      EXPECT_EQ(row, first) << "position " << pos << ", " << threads << " thread(s)";
+    }
+    nnasm_instance_free(in);
+    nnasm_model_free(m);
+  }
+}
+
 long resident_kib() {
   std::ifstream f("/proc/self/statm");
   long size = 0, resident = 0;
