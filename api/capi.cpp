@@ -170,11 +170,12 @@ int find(const std::vector<Io>& ios, const char* name) {
   return -1;
 }
 
-nnasm_status info_at(const nnasm_model* m, const std::vector<Io>& ios, size_t i, nnasm_tensor_info* info,
+nnasm_status info_at(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, size_t i, nnasm_tensor_info* info,
                      const char* what) {
   if (!m || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or info is NULL");
-  if (i >= ios.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("{} {}: the model has {}", what, i, ios.size()));
-  *info = ios[i].info;
+  const std::vector<Io>& v = m->*ios;
+  if (i >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("{} {}: the model has {}", what, i, v.size()));
+  *info = v[i].info;
   return NNASM_OK;
 }
 
@@ -203,6 +204,20 @@ nnasm_status lookup(nnasm_instance* in, const char* name, bool inputs, bool outp
   for (const Io& io : inputs ? m.inputs : m.outputs) names += (names.empty() ? "" : ", ") + io.name;
   return fail(NNASM_ERR_NOT_FOUND, fmt::format("no {} named '{}' (the model's {}s: {})", inputs ? "input" : "output",
                                                name, inputs ? "input" : "output", names.empty() ? "none" : names));
+}
+
+// set_input (`input`: caller's bytes into the instance) and get_output (the other way).
+nnasm_status copy_io(nnasm_instance* in, const char* name, bool input, void* data, size_t bytes) {
+  void* tensor = nullptr;
+  size_t size = 0;
+  if (nnasm_status s = lookup(in, name, input, !input, &tensor, &size)) return s;
+  if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
+  if (bytes != size)
+    return fail(NNASM_ERR_SIZE_MISMATCH,
+                fmt::format("{} '{}' holds {} bytes, got {}", input ? "input" : "output", name, size, bytes));
+  if (input) std::memcpy(tensor, data, bytes);
+  else std::memcpy(data, tensor, bytes);
+  return NNASM_OK;
 }
 
 }  // namespace
@@ -270,11 +285,11 @@ nnasm_status nnasm_model_output_count(const nnasm_model* m, size_t* count) {
 }
 
 nnasm_status nnasm_model_input_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
-  return guarded([&] { return info_at(m, m ? m->inputs : std::vector<Io>(), index, info, "input"); });
+  return guarded([&] { return info_at(m, &nnasm_model::inputs, index, info, "input"); });
 }
 
 nnasm_status nnasm_model_output_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
-  return guarded([&] { return info_at(m, m ? m->outputs : std::vector<Io>(), index, info, "output"); });
+  return guarded([&] { return info_at(m, &nnasm_model::outputs, index, info, "output"); });
 }
 
 nnasm_status nnasm_model_instruction_count(const nnasm_model* m, size_t* count) {
@@ -308,29 +323,11 @@ void nnasm_instance_free(nnasm_instance* in) {
 }
 
 nnasm_status nnasm_instance_set_input(nnasm_instance* in, const char* name, const void* data, size_t bytes) {
-  return guarded([&] {
-    void* dst = nullptr;
-    size_t size = 0;
-    if (nnasm_status s = lookup(in, name, true, false, &dst, &size)) return s;
-    if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
-    if (bytes != size)
-      return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("input '{}' holds {} bytes, got {}", name, size, bytes));
-    std::memcpy(dst, data, bytes);
-    return NNASM_OK;
-  });
+  return guarded([&] { return copy_io(in, name, true, const_cast<void*>(data), bytes); });
 }
 
 nnasm_status nnasm_instance_get_output(nnasm_instance* in, const char* name, void* data, size_t bytes) {
-  return guarded([&] {
-    void* src = nullptr;
-    size_t size = 0;
-    if (nnasm_status s = lookup(in, name, false, true, &src, &size)) return s;
-    if (!data && bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
-    if (bytes != size)
-      return fail(NNASM_ERR_SIZE_MISMATCH, fmt::format("output '{}' holds {} bytes, got {}", name, size, bytes));
-    std::memcpy(data, src, bytes);
-    return NNASM_OK;
-  });
+  return guarded([&] { return copy_io(in, name, false, data, bytes); });
 }
 
 nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, void** data, size_t* bytes) {

@@ -15,12 +15,13 @@ namespace nnasm {
 namespace {
 int g_verbosity = 1;
 
-std::string names_of(const Program& p, const std::vector<TensorId>& ids) {
+}  // namespace
+
+std::string tensor_names(const Program& p, const std::vector<TensorId>& ids) {
   std::string s;
   for (TensorId id : ids) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", p.desc(id).sigil(), p.desc(id).name);
   return s.empty() ? "none" : s;
 }
-}  // namespace
 
 void set_verbosity(int v) { g_verbosity = v; }
 int verbosity() { return g_verbosity; }
@@ -47,7 +48,6 @@ Status load_program(const std::string& path, Program* p, ModelMeta* meta, bool* 
   return Status::ok();
 }
 
-std::string tensor_names(const Program& p, const std::vector<TensorId>& ids) { return names_of(p, ids); }
 
 Status parse_binding(const std::string& arg, const char* flag, const char* sigils, Binding* b) {
   const size_t eq = arg.find('=');
@@ -68,11 +68,11 @@ Status read_inputs(const Program& prog, const std::string& file, const std::vect
     const TensorId id = prog.find(b.name);
     if (id == NO_TENSOR)
       return Status::errorf("nnasm: error: --in {}: {} has no tensor named '{}' (its inputs: {})", b.name, file, b.name,
-                            names_of(prog, prog.inputs()));
+                            tensor_names(prog, prog.inputs()));
     const TensorDesc& d = prog.desc(id);
     if (d.role != Role::INPUT)
       return Status::errorf("nnasm: error: --in {}: {}{} is a {}, not an input (its inputs: {})", b.name, d.sigil(),
-                            d.name, role_name(d.role), names_of(prog, prog.inputs()));
+                            d.name, role_name(d.role), tensor_names(prog, prog.inputs()));
     if (data->count(id)) return Status::errorf("nnasm: error: --in {}: input %{} is given twice", b.name, d.name);
     NpyArray& a = (*data)[id];
     Status s = npy_read(b.path, &a);
@@ -87,7 +87,7 @@ Status read_inputs(const Program& prog, const std::string& file, const std::vect
     if (!data->count(id)) missing.push_back(id);
   if (!missing.empty())
     return Status::errorf("nnasm: error: input{} {} {} not given (use --in {}=PATH.npy)", missing.size() == 1 ? "" : "s",
-                          names_of(prog, missing), missing.size() == 1 ? "is" : "are", prog.desc(missing[0]).name);
+                          tensor_names(prog, missing), missing.size() == 1 ? "is" : "are", prog.desc(missing[0]).name);
   return Status::ok();
 }
 
