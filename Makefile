@@ -134,7 +134,7 @@ bench: deps
 bench-gemm: deps
 	@$(MAKE) $(JOBS) $(BENCH)
 	@mkdir -p $(BUILD)/bench
-	NNASM_THREADS=1 $(BENCH) --benchmark_filter=gemm --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+	NNASM_THREADS=1 $(BENCH) --benchmark_filter=^BM_gemm_ --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
 	  --benchmark_out=$(BUILD)/bench/gemm.csv --benchmark_out_format=csv $(BENCH_ARGS)
 	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
 

@@ -149,7 +149,7 @@ std::vector<std::vector<float>> inputs_for(const Case& c, std::mt19937& rng, boo
 }
 
 // The kernel name the plan should pick (engine/jit/gemm_plan.cpp): dot products for up to 8 rows
-// with transB, GEMV for a few rows without, the packed GEMM otherwise.
+// with transB, GEMV for a few rows without, the tiled GEMM otherwise.
 std::string expected_kernel_prefix(const Case& c, Isa isa, int64_t rows) {
   std::string op = c.op == Opcode::MATMUL ? "matmul" : "linear";
   if (c.act != Activation::NONE) op += std::string("_") + activation_name(c.act);
@@ -275,6 +275,17 @@ TEST(JitGemm, LargeShapes) {
                    tb ? std::vector<int64_t>{1100, 40} : std::vector<int64_t>{40, 1100}, ta, tb),
             isa, 21, rng);
     }
+    // Operands whose consecutive reads lie a page or more apart are packed (B with N = 1100
+    // above): A with a long K, Aᵀ with a long M; the other transposes read them in place.
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      for (auto [m, k] : {std::pair<int64_t, int64_t>{21, 1100}, {1100, 40}}) {
+        check(matmul(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                     tb ? std::vector<int64_t>{37, k} : std::vector<int64_t>{k, 37}, ta, tb),
+              isa, m, rng);
+        if (HasFatalFailure()) return;
+      }
+    }
   }
 }
 
@@ -290,7 +301,7 @@ TEST(JitGemm, LinearSizes) {
   for (Isa isa : isa_levels()) check(linear({2, 3, 17}, 33), isa, 6, rng);  // rows = 2·3
 }
 
-// The fused activation: GEMV and packed shapes, N tails, several K blocks (the activation only
+// The fused activation: GEMV and tiled shapes, N tails, several K blocks (the activation only
 // after the last), at every ISA, for relu and smooth ones, against the reference.
 TEST(JitGemm, LinearActivations) {
   std::mt19937 rng(7);
@@ -341,7 +352,7 @@ TEST(JitGemm, BatchedMatmul) {
 }
 
 // beta = 1: the kernel adds op(A)·op(B) into what C holds, on every kernel shape that takes it
-// (GEMV, packed with and without transposes, two K blocks), called directly on raw buffers with
+// (GEMV, tiled with and without transposes, two K blocks), called directly on raw buffers with
 // integer values so that the sum is exact; a guard band after C stays untouched.
 TEST(JitGemm, AccumulatesIntoC) {
   struct Shape3 {

@@ -2,10 +2,11 @@
 // generated for the exact M, N, K, transposes, batch shapes and epilogue of one instruction.
 //
 // Three kernel shapes, chosen per instruction (engine/jit/gemm_plan.h says how):
-//   packed  B (or Bᵀ) is packed into NR-wide column panels in the scratch buffer, K blocked so a
-//           packed block stays in L2, and each MR-row panel of A (or Aᵀ) k-major so it stays in
-//           L1; a register-tiled MR×NR micro-kernel (AVX-512 up to 14×32, AVX2 up to 6×16)
-//           broadcasts A against B and writes C with a fused epilogue.
+//   tiled   a register-tiled MR×NR micro-kernel (AVX-512 up to 14×32, AVX2 up to 6×16)
+//           broadcasts A against B and writes C with a fused epilogue, K blocked so a block of
+//           B stays in L2. The operands are read in place where their rows are under a page
+//           apart; otherwise B (and always Bᵀ) is packed into NR-wide column panels in the
+//           scratch buffer, and each MR-row panel of A (or Aᵀ) k-major so it stays in L1.
 //   gemv    up to 14 rows (AVX2: 5) and B not transposed: the same micro-kernel with MR = M and
 //           a wide NR, streaming B (row-major K×N) once, unpacked.
 //   dot     up to 8 rows and B transposed: rows of Bᵀ are dotted with up to 4 rows of A at a
@@ -34,12 +35,12 @@ struct GemmJitDesc {
   bool trans_a = false, trans_b = false;  // A stored [K,M] / B stored [N,K]
   bool bias = false;                      // add in[2] (f32[N]) to every row of C
   // Applied to every element of C after the whole sum (bias included), with its immediate:
-  // C = act(op(A)·op(B) + bias). (Few rows with transposed B then take the packed kernel,
+  // C = act(op(A)·op(B) + bias). (Few rows with transposed B then take the tiled kernel,
   // not the dot kernel.)
   Activation act = Activation::NONE;
   float act_alpha = 0;
   // beta = 1: C += op(A)·op(B), adding into what C holds (gradient accumulation). Not with a
-  // bias or an activation (a null kernel); never the dot kernel (the packed one serves Bᵀ).
+  // bias or an activation (a null kernel); never the dot kernel (the tiled one serves Bᵀ).
   bool accumulate = false;
   // Batch dimensions of C and of the operands (numpy broadcasting, as MATMUL); rank 0 for none.
   Shape batch, a_batch, b_batch;
@@ -58,7 +59,7 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 
 // Parallel parts: how many slices of N (each a multiple of the micro-kernel width, so that every
 // part streams its own columns of B) the product `d` is worth splitting into for `threads`
-// threads on `isa`: 1 for small products (under 256 KFLOP for a GEMV, 1 MFLOP packed) and for
+// threads on `isa`: 1 for small products (under 256 KFLOP for a GEMV, 1 MFLOP tiled) and for
 // the dot kernel. Each element of C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's

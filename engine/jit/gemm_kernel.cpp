@@ -258,7 +258,7 @@ void Gen::n_block(int64_t w) {
 // One K block of one N block: pack B, then every row panel of A (balanced: row panels differ by
 // one row at most; packed first if the plan says so) over every column panel.
 void Gen::k_block(int64_t w, int64_t kcw) {
-  if (p_.mode == Mode::PACKED) pack(w, kcw);
+  if (p_.pack_b) pack(w, kcw);
   g_.mov(rsi, g_.qword[rsp + S_PC]);
   g_.imul(rsi, rsi, static_cast<int>(p_.a_ks));
   g_.add(rsi, rA);
@@ -286,11 +286,13 @@ void Gen::k_block(int64_t w, int64_t kcw) {
 void Gen::columns(int mr, int64_t w, int64_t kcw) {
   const int64_t nr = p_.nr();
   int64_t b_step;
-  if (p_.mode == Mode::PACKED) {
+  if (p_.pack_b) {
     g_.mov(rdx, rPack);
     b_step = kcw * nr * 4;
   } else {
-    g_.mov(rdx, g_.qword[rsp + S_JC]);
+    g_.mov(rdx, g_.qword[rsp + S_PC]);
+    g_.imul(rdx, rdx, static_cast<int>(p_.ldb * 4));
+    g_.add(rdx, g_.qword[rsp + S_JC]);
     g_.add(rdx, rB);
     b_step = nr * 4;
   }
@@ -326,10 +328,10 @@ void Gen::columns(int mr, int64_t w, int64_t kcw) {
 void Gen::emit_micro(const MicroKey& key, Label& entry) {
   const int mr = key.mr, nv = key.nv, lanes = key.lanes;
   const bool masked = lanes < p_.vlen;
-  const bool b_masked = masked && p_.mode == Mode::GEMV;  // B is read at its own edge
+  const bool b_masked = masked && !p_.pack_b;  // B is read at its own edge
   const int b0 = mr * nv, t0 = b0 + (mr > 1 ? nv : 0), t1 = t0 + 1, mk = t1 + 1;
   const int64_t a_ks = p_.pack_a ? p_.ap_ks : p_.a_ks, a_rs = p_.pack_a ? 4 : p_.a_rs;
-  const int64_t b_ks = p_.mode == Mode::PACKED ? p_.nr() * 4 : p_.ldb * 4;
+  const int64_t b_ks = p_.pack_b ? p_.nr() * 4 : p_.ldb * 4;
   const int64_t ldc = p_.ldc * 4;
   auto acc = [&](int i, int v) { return vec(i * nv + v); };
   auto last = [&](int v) { return masked && v == nv - 1; };

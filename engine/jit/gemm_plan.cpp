@@ -13,11 +13,12 @@ namespace nnasm {
 namespace gemm {
 namespace {
 
-// K block: a packed B panel (KC×NR floats) and an A panel (MR×KC) are streamed per micro-kernel
-// call; KC·NC floats of packed B stay in L2 (1 MiB per core on the machines we tune for) while
+// K block: a B panel (KC×NR floats) and an A panel (MR×KC) are streamed per micro-kernel
+// call; KC·NC floats of B stay in L2 (1 MiB per core on the machines we tune for) while
 // every row panel of A passes over them.
 constexpr int64_t KC_MAX = 256;
 constexpr int64_t NC_MAX = 512;
+constexpr int64_t PAGE_BYTES = 4096;
 // Byte offsets are 32-bit displacements in the generated code.
 constexpr int64_t MAX_OPERAND_BYTES = (int64_t(1) << 31) - (int64_t(1) << 16);
 
@@ -81,10 +82,10 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.loops.clear();
   }
   p.a_rs = p.ta ? 4 : p.k * 4;
-  // The N blocking of the whole product (so a slice's packed block is never larger), then the
+  // The N blocking of the whole product (so a slice's block is never larger), then the
   // slice.
-  const int64_t nr_packed = avx512 ? 32 : 16;
-  const int64_t nc_whole = ceil_div(ceil_div(p.n, ceil_div(p.n, NC_MAX)), nr_packed) * nr_packed;
+  const int64_t nr_tiled = avx512 ? 32 : 16;
+  const int64_t nc_whole = ceil_div(ceil_div(p.n, ceil_div(p.n, NC_MAX)), nr_tiled) * nr_tiled;
   p.n = n1 - n0;
   p.c_skip = n0 * 4;
   p.bias_skip = n0 * 4;
@@ -112,13 +113,19 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
     p.impl = fmt::format("dot_m{}", p.m);
   } else {
-    p.mode = Mode::PACKED;
+    p.mode = Mode::TILED;
     p.nvec = 2;
     p.mr_max = avx512 ? 14 : 6;
     p.kc = ceil_div(p.k, ceil_div(p.k, KC_MAX));
     p.nc = nc_whole;
-    p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
-    p.pack_a = true;
+    // Packing pays where the operand's consecutive reads would each fall in another page (the
+    // hardware prefetcher stops at page boundaries, and 4 KiB strides share one L1 set);
+    // otherwise the micro-kernel reads A and B in place, which measured faster (the copies cost
+    // more than they save). Bᵀ is always packed; so is B with an AVX2 column tail, whose masked
+    // loads would need a register the 6×16 tile does not leave.
+    p.pack_b = p.tb || p.ldb * 4 >= PAGE_BYTES || (!avx512 && p.n % p.vlen != 0);
+    p.pack_a = (p.ta ? p.a_ks : p.a_rs) >= PAGE_BYTES;
+    if (p.pack_b) p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
   }
   if (p.pack_a) {
@@ -144,8 +151,8 @@ namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
 constexpr int64_t PACKED_PART_FLOPS = int64_t(1) << 20;
 
-// Columns per unit of the split: the packed micro-kernel's width, or one vector for a GEMV.
-int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::PACKED ? p.nr() : p.vlen; }
+// Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
+int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.nr() : p.vlen; }
 }  // namespace
 
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {

@@ -1,4 +1,4 @@
-// How one GEMM is generated (internal to engine/jit/gemm*.cpp): the kernel shape (packed, gemv,
+// How one GEMM is generated (internal to engine/jit/gemm*.cpp): the kernel shape (tiled, gemv,
 // dot), the tile and the cache blocking, the batch loops, and the scratch it needs, decided from
 // the exact shapes at prepare time. Plain data, so that the decision can be tested and printed
 // apart from the code it leads to.
@@ -17,7 +17,7 @@ class CodeGenerator;
 namespace nnasm {
 namespace gemm {
 
-enum class Mode { PACKED, GEMV, DOT };
+enum class Mode { TILED, GEMV, DOT };
 
 // One batch loop of the generated kernel (outermost first): `count` iterations, each advancing
 // the A, B and C base pointers by these many bytes (0 along a broadcast dimension).
@@ -29,7 +29,7 @@ struct Plan {
   Isa isa = Isa::AVX512;
   int vlen = 16;   // floats per vector register
   int nregs = 32;  // vector registers
-  Mode mode = Mode::PACKED;
+  Mode mode = Mode::TILED;
   // The product after folding batch dimensions into M where that is possible.
   int64_t m = 0, n = 0, k = 0;
   bool ta = false, tb = false, bias = false;
@@ -50,7 +50,11 @@ struct Plan {
   bool pack_a = false;
   int64_t ap_ks = 0;
   size_t ap_offset = 0;
-  // PACKED and GEMV: a tile is up to mr_max rows × nvec vectors; NR = nvec·vlen columns.
+  // B is packed per K×N block into NR-wide panels in the scratch. Unpacked, the micro-kernel
+  // reads row-major B in place, ldb floats per k (GEMV always; TILED when its rows are short:
+  // make_plan says when).
+  bool pack_b = false;
+  // TILED and GEMV: a tile is up to mr_max rows × nvec vectors; NR = nvec·vlen columns.
   int nvec = 0, mr_max = 0;
   int64_t kc = 0, nc = 0;  // K block and N block (nc a multiple of NR)
   // DOT: rows of A per pass over Bᵀ (passes balanced, at most DOT_ROWS rows each).
