@@ -85,9 +85,12 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     ex->scratch_ = AlignedBuffer(stride * max_parts, ctx.allocator());
     if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", stride * max_parts);
     char* base = static_cast<char*>(ex->scratch_.data());
-    for (Step& s : ex->steps_) s.args.scratch = base;
+    for (Step& s : ex->steps_) s.args.scratch = s.args.shared = base;
     for (Step& s : ex->steps_)
-      for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k) ex->parts_[s.first_part + k].args.scratch = base + k * stride;
+      for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k) {
+        ex->parts_[s.first_part + k].args.scratch = base + k * stride;
+        ex->parts_[s.first_part + k].args.shared = base;
+      }
   }
   if (max_parts > 1) ex->pool_ = ctx.thread_pool();
   for (Step& s : ex->steps_) {
@@ -310,6 +313,7 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
     a->out = in->out_ptrs_.data() + (a->out - out_ptrs_.data());
     a->state = &in->state_;
     a->scratch = a->scratch ? in->relocate(a->scratch) : nullptr;
+    a->shared = a->shared ? in->relocate(a->shared) : nullptr;
   };
   in->steps_ = steps_;
   in->parts_ = parts_;

@@ -20,6 +20,11 @@ struct RunState {
   bool training = false;
   uint64_t seed = 0;
   uint64_t run_index = 0;
+  // How many parts of the running step have finished, for kernels whose last part to finish
+  // completes the step (a GEMV split along K adds the parts' sums): each part adds 1 atomically
+  // when done, and the last one, having done the step's remaining work, sets it back to 0.
+  // 0 between steps.
+  uint32_t parts_done = 0;
 };
 
 struct KernelArgs {
@@ -31,7 +36,10 @@ struct KernelArgs {
   int n_in;
   int n_out;
   void* scratch;             // the bytes the op's scratch hook asked for, 64-byte aligned
-  const RunState* state;
+  RunState* state;           // the run's; kernels write only parts_done
+  // Part 0's scratch, where the parallel parts of one step can leave results for the part that
+  // finishes last; the step's own scratch when it runs as one part.
+  void* shared;
 };
 
 using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);

@@ -385,9 +385,96 @@ TEST(JitGemm, AccumulatesIntoC) {
       AlignedBuffer scratch(jit_gemm_scratch_bytes(d) + 64);
       const void* in[] = {a.data(), b.data()};
       void* out[] = {c.data()};
-      KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, scratch.data(), nullptr};
+      KernelArgs args{in, out, nullptr, nullptr, nullptr, 2, 1, scratch.data(), nullptr, scratch.data()};
       k.value()->fn()(&args);
       for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], want[i]) << "element " << i;
+    }
+  }
+}
+
+// A GEMV with a large B sums K in segments; its parallel parts take consecutive segments, and
+// the last part to finish adds the others' sums into C (engine/jit/gemm.h). Called directly,
+// the parts in either order (so that each part is the last one once) give C bitwise equal to
+// the whole kernel's, with a bias, activations, N tails, Aᵀ and beta = 1; the part counter ends
+// at 0; and the result matches a double-precision sum.
+TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
+  struct Shape5 {
+    int64_t m, n, k;
+    bool ta, bias, acc;
+    Activation act;
+  };
+  const Shape5 shapes[] = {{1, 256, 784, false, true, false, Activation::RELU},
+                           {3, 37, 2000, false, true, false, Activation::GELU},
+                           {5, 130, 600, true, false, false, Activation::NONE},
+                           {2, 100, 1000, false, false, true, Activation::NONE},
+                           {1, 1000, 300, false, true, false, Activation::SIGMOID}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  for (Isa isa : jit_levels()) {
+    for (const Shape5& s : shapes) {
+      SCOPED_TRACE(fmt::format("m{} n{} k{} ta{} bias{} acc{} {} on {}", s.m, s.n, s.k, s.ta, s.bias, s.acc,
+                               activation_name(s.act), isa_name(isa)));
+      GemmJitDesc d;
+      d.op = "matmul";
+      d.m = s.m, d.n = s.n, d.k = s.k, d.trans_a = s.ta, d.bias = s.bias, d.accumulate = s.acc, d.act = s.act;
+      KernelCache cache;
+      auto whole = jit_gemm(d, isa, cache);
+      ASSERT_TRUE(whole && whole.value()) << (whole ? "no kernel" : whole.status().message());
+      EXPECT_NE(whole.value()->name().find("gemv_m" + std::to_string(s.m) + "_k"), std::string::npos)
+          << whole.value()->name();
+      std::vector<float> a(s.m * s.k), b(s.k * s.n), bias(s.n), c0(s.m * s.n + 16);
+      for (auto* v : {&a, &b, &bias, &c0})
+        for (float& x : *v) x = real(rng);
+      const size_t scratch_bytes = jit_gemm_scratch_bytes(d);
+      const void* in[] = {a.data(), b.data(), bias.data()};
+      auto run = [&](const JitKernel& k, std::vector<float>& c, void* scratch, void* shared, RunState* state) {
+        void* out[] = {c.data()};
+        KernelArgs args{in, out, nullptr, nullptr, nullptr, 3, 1, scratch, state, shared};
+        k.fn()(&args);
+      };
+      std::vector<float> want = c0;
+      AlignedBuffer scratch(scratch_bytes + 64);
+      RunState state;
+      run(*whole.value(), want, scratch.data(), scratch.data(), &state);
+      // Against double precision: C = act(op(A)·B + bias [+ C]).
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          double sum = s.bias ? bias[j] : 0, mag = std::fabs(sum);
+          if (s.acc) sum += c0[i * s.n + j], mag += std::fabs(c0[i * s.n + j]);
+          for (int64_t p = 0; p < s.k; ++p) {
+            const double x = (s.ta ? a[p * s.m + i] : a[i * s.k + p]) * double(b[p * s.n + j]);
+            sum += x;
+            mag += std::fabs(x);
+          }
+          const double ref = s.act == Activation::RELU      ? std::max(sum, 0.0)
+                             : s.act == Activation::GELU    ? 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)))
+                             : s.act == Activation::SIGMOID ? 1 / (1 + std::exp(-sum))
+                                                            : sum;
+          ASSERT_NEAR(want[i * s.n + j], ref, 2e-6 * s.k * mag + 1e-5 * std::fabs(ref)) << "element " << i << "," << j;
+        }
+      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], c0[i]) << "guard " << i;
+      const int most = jit_gemm_parts(d, isa, 64);
+      ASSERT_GE(most, 2);
+      for (int n_parts : {2, 3, most}) {
+        std::vector<std::shared_ptr<const JitKernel>> parts;
+        for (int p = 0; p < n_parts; ++p) {
+          auto k = jit_gemm(jit_gemm_part(d, isa, p, n_parts), isa, cache);
+          ASSERT_TRUE(k && k.value()) << "part " << p << " of " << n_parts;
+          parts.push_back(k.value());
+        }
+        for (bool reverse : {false, true}) {
+          std::vector<float> c = c0;
+          AlignedBuffer all(((scratch_bytes + 63) / 64 * 64) * n_parts + 64);
+          for (int q = 0; q < n_parts; ++q) {
+            const int p = reverse ? n_parts - 1 - q : q;
+            char* own = static_cast<char*>(all.data()) + p * ((scratch_bytes + 63) / 64 * 64);
+            run(*parts[p], c, own, all.data(), &state);
+          }
+          EXPECT_EQ(state.parts_done, 0u);
+          ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0)
+              << n_parts << " parts" << (reverse ? ", last to first" : "");
+        }
+      }
     }
   }
 }

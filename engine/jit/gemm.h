@@ -46,6 +46,9 @@ struct GemmJitDesc {
   Shape batch, a_batch, b_batch;
   // Only these columns of C, [n_begin, n_end) (a parallel part's slice); n_end 0: all of them.
   int64_t n_begin = 0, n_end = 0;
+  // Part k_part of k_parts of a GEMV split along K (a parallel part's share of the K segments;
+  // see jit_gemm_parts); k_parts 1: the whole.
+  int k_part = 0, k_parts = 1;
 };
 
 // Scratch bytes the generated kernel for `d` needs on any ISA level (so that a scratch hook,
@@ -57,13 +60,18 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d);
 // failed. Allocates; thread-safe (the cache locks).
 Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa, KernelCache& cache);
 
-// Parallel parts: how many slices of N (each a multiple of the micro-kernel width, so that every
-// part streams its own columns of B) the product `d` is worth splitting into for `threads`
-// threads on `isa`: 1 for small products (under 256 KFLOP for a GEMV, 1 MFLOP tiled) and for
-// the dot kernel. Each element of C is computed exactly as by the whole kernel.
+// Parallel parts: how many the product `d` is worth splitting into for `threads` threads on
+// `isa`. A GEMV whose B is large is summed in K segments (fixed by the shape, so that one
+// thread sums in the same order): its parts take consecutive segments, so that each streams
+// its own contiguous rows of B (halves of every row, as a split of N gives, measured half as
+// fast: the prefetcher fetches the other half too); the last part to finish adds the others'
+// sums into C. Other products split N into slices, each a multiple of the micro-kernel width.
+// 1 for small products (under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot
+// kernel. Each element of C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's
-// scratch is at most jit_gemm_scratch_bytes(d).
+// scratch is at most jit_gemm_scratch_bytes(d); a K split's parts meet in part 0's
+// (KernelArgs::shared) and count themselves in KernelArgs::state->parts_done.
 GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts);
 
 }  // namespace nnasm

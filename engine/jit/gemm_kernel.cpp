@@ -28,9 +28,14 @@ constexpr int S_PC_CNT = 40;
 constexpr int S_JC = 48;  // byte offset of the current N block in a row of C (columns × 4)
 constexpr int S_PC = 56;  // first k of the current K block
 constexpr int S_AROW = 64;  // A at the current row panel (when A is packed)
-constexpr int FRAME_BYTES = 80;
+constexpr int S_C = 72;     // C, while a K split's part points rC at its slots
+constexpr int S_STATE = 80;  // KernelArgs::state (a K split's part counter)
+constexpr int FRAME_BYTES = 96;
 
 constexpr int UNROLL = 4;  // k steps per micro-kernel loop iteration
+// The GEMV's: one row of B per iteration streamed B from L2 at 130–160 GB/s on a Zen 5, four
+// rows at 100–115 (the same instructions but for the pointer steps; measured, not understood).
+constexpr int GEMV_UNROLL = 1;
 
 // A micro-kernel: mr rows × nv vectors, the last vector `lanes` wide, over kc steps of k.
 struct MicroKey {
@@ -72,6 +77,8 @@ class Gen {
 
   void batch(size_t d);
   void body_gemm();
+  void body_k_part();
+  void combine_slots();
   void n_block(int64_t w);
   void k_block(int64_t w, int64_t kcw);
   void columns(int mr, int64_t w, int64_t kcw);
@@ -159,12 +166,14 @@ void Gen::unrolled(int64_t total, int u, const Reg64& counter, Step step, Advanc
 // Register map (whole kernel):
 //   rdi          KernelArgs* on entry; then the row-panel counter (packing: panel counter)
 //   r15 r14 r13  A, B, C of the current batch;  r12 bias
-//   rbx          scratch: packed B block, then the packed A panel at ap_offset; dot: A rows
+//   rbx          scratch: packed B block, then the packed A panel at ap_offset; dot: A rows;
+//                a K split's part: the shared scratch (the slots)
 //   rsi          A at (first row of the panel, first k of the block)
 //   rdx          B panel (packed) or B at (k block, column) (gemv); dot: current rows of Bᵀ
 //   rcx          C at (row panel, column);  r8 bias at the column
 //   r9           bit 0: 0 while the first K block is written, 1 once C holds a partial sum;
-//                bit 1: the last K block (apply the activation), set only when there is one
+//                bit 1: the last K block (apply the activation), set only when there is one;
+//                bit 2: a K split's slot, written without the bias
 //   rbp          column-panel counter (packing, dot: k-step counter)
 //   rax r10 r11  micro-kernel counter and moving A/B pointers; packing source/destination
 //   [rsp+..]     batch counters, N/K block counters and offsets (S_* above)
@@ -178,11 +187,18 @@ void Gen::emit() {
     if (p_.bias) g_.mov(rBias, ptr[rax + 16]);
     g_.mov(rax, ptr[Frame::args() + offsetof(KernelArgs, out)]);
     g_.mov(rC, ptr[rax]);
-    g_.mov(rPack, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
+    if (p_.k_parts > 1) {
+      g_.mov(rPack, ptr[Frame::args() + offsetof(KernelArgs, shared)]);
+      g_.mov(rax, ptr[Frame::args() + offsetof(KernelArgs, state)]);
+      g_.mov(g_.qword[rsp + S_STATE], rax);
+    } else {
+      g_.mov(rPack, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
+    }
     if (p_.b_skip) g_.add(rB, p_.b_skip);
     if (p_.c_skip) g_.add(rC, p_.c_skip);
     if (p_.bias && p_.bias_skip) g_.add(rBias, p_.bias_skip);
-    batch(0);
+    if (p_.k_parts > 1) body_k_part();
+    else batch(0);
     g_.add(rsp, FRAME_BYTES);
   }
   for (auto& [key, entry] : micro_) emit_micro(key, entry);
@@ -227,6 +243,88 @@ void Gen::body_gemm() {
     g_.add(g_.qword[rsp + S_JC], p_.nc * 4);
   });
   if (last != p_.nc) n_block(last);
+}
+
+// A part of a GEMV split along K (Plan::k_parts): its segments, chained into C by part 0 and
+// into their slots by the others; then the part counter, and the last part to finish completes
+// C. (No batch loops: the split is planned only without them.)
+void Gen::body_k_part() {
+  const int S = p_.kseg;
+  g_.mov(g_.qword[rsp + S_JC], 0);
+  g_.mov(g_.qword[rsp + S_C], rC);
+  for (int b = p_.seg_begin; b < p_.seg_end; ++b) {
+    g_.mov(g_.qword[rsp + S_PC], b * p_.kc);
+    if (p_.k_part == 0) {
+      g_.mov(r9d, b == 0 && !p_.accumulate ? 0 : 1);
+    } else {
+      g_.lea(rC, ptr[rPack + b * p_.slot_bytes]);
+      g_.mov(r9d, 4);  // the raw sum: no bias
+    }
+    k_block(p_.n, b == S - 1 ? p_.k - (S - 1) * p_.kc : p_.kc);
+  }
+  g_.mov(rC, g_.qword[rsp + S_C]);
+  // lock xadd orders this part's stores before the count, and the last part's loads after it.
+  Label done;
+  g_.mov(rax, g_.qword[rsp + S_STATE]);
+  g_.mov(ecx, 1);
+  g_.lock();
+  g_.xadd(g_.dword[rax + offsetof(RunState, parts_done)], ecx);
+  g_.cmp(ecx, p_.k_parts - 1);
+  g_.jne(done, CodeGenerator::T_NEAR);
+  combine_slots();
+  g_.mov(rax, g_.qword[rsp + S_STATE]);
+  g_.mov(g_.dword[rax + offsetof(RunState, parts_done)], 0);
+  g_.L(done);
+}
+
+// Register map (the last part; in: rC C, rbx the slots, k1 / ymm15 the tail mask):
+//   vec(0)  one vector of C, the slots added in segment order, then activated
+//   vec(1..13)  the activation snippet's scratch;  AVX2 ymm14 a masked slot load
+//   r10 C at the row and column;  r11 the slots at the row and column;  rdi vector counter
+// Each element gets C + slot_chain_end + … + slot_kseg−1 left to right and then the activation:
+// the additions and the snippet the whole kernel's later K blocks and epilogue perform.
+void Gen::combine_slots() {
+  const int64_t full = p_.n / p_.vlen;
+  const int tail = static_cast<int>(p_.n % p_.vlen);
+  const bool act = p_.act != Activation::NONE;
+  const ActSnippet s = act_snippet(act ? p_.act : Activation::RELU, p_.act_alpha);
+  std::vector<Xmm> t;
+  for (int r = 1; act && static_cast<int>(t.size()) < s.n_tmp; ++r) t.push_back(vec(r));
+  if (tail) {
+    if (avx512_) set_opmask(k1, eax, tail);
+    else g_.vmovups(Ymm(15), mask_row(tail));
+  }
+  const Xmm x = vec(0);
+  auto one = [&](bool masked) {
+    if (!masked) g_.vmovups(x, ptr[r10]);
+    else if (avx512_) g_.vmovups(x | k1 | T_z, ptr[r10]);
+    else g_.vmaskmovps(Ymm(0), Ymm(15), ptr[r10]);
+    for (int seg = p_.chain_end; seg < p_.kseg; ++seg) {
+      const Address slot = ptr[r11 + seg * p_.slot_bytes];
+      if (!masked) {
+        g_.vaddps(x, x, slot);
+      } else if (avx512_) {
+        g_.vaddps(x | k1, x, slot);
+      } else {
+        g_.vmaskmovps(Ymm(14), Ymm(15), slot);
+        g_.vaddps(x, x, Ymm(14));
+      }
+    }
+    if (act) s.body(vg_, x, x, t);
+    if (!masked) g_.vmovups(ptr[r10], x);
+    else if (avx512_) g_.vmovups(ptr[r10] | k1, x);
+    else g_.vmaskmovps(ptr[r10], Ymm(15), Ymm(0));
+  };
+  for (int64_t i = 0; i < p_.m; ++i) {
+    g_.lea(r10, ptr[rC + i * p_.ldc * 4]);
+    g_.lea(r11, ptr[rPack + i * p_.n * 4]);
+    repeat(full, rdi, [&] {
+      one(false);
+      g_.add(r10, vb_);
+      g_.add(r11, vb_);
+    });
+    if (tail) one(true);
+  }
 }
 
 // Columns [jc, jc + w) of C, over all of K in blocks of kc.
@@ -347,7 +445,7 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
   g_.mov(r10, rsi);
   g_.mov(r11, rdx);
   unrolled(
-      key.kc, UNROLL, rax,
+      key.kc, p_.mode == Mode::GEMV ? GEMV_UNROLL : UNROLL, rax,
       [&](int s) {
         const int64_t ao = s * a_ks, bo = s * b_ks;
         if (mr == 1) {
@@ -413,6 +511,11 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
   g_.test(r9d, 1);
   g_.jnz(accumulate, CodeGenerator::T_NEAR);
   if (masked && !avx512_ && !b_masked) g_.vmovups(Ymm(t1), mask_row(lanes));
+  Label no_bias;
+  if (p_.bias && p_.k_part > 0) {
+    g_.test(r9d, 4);
+    g_.jnz(no_bias, CodeGenerator::T_NEAR);
+  }
   if (p_.bias) {
     for (int v = 0; v < nv; ++v) {
       const Address b = ptr[r8 + v * vb_];
@@ -422,6 +525,7 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
       for (int i = 0; i < mr; ++i) g_.vaddps(acc(i, v), acc(i, v), vec(t0));
     }
   }
+  g_.L(no_bias);
   store_all(true);
 
   g_.L(accumulate);

@@ -19,6 +19,11 @@ namespace {
 constexpr int64_t KC_MAX = 256;
 constexpr int64_t NC_MAX = 512;
 constexpr int64_t PAGE_BYTES = 4096;
+// A GEMV's K segments: about KSEG_BYTES of B each, at least KSEG_MIN_ROWS rows, at most KSEG_MAX
+// of them (a part per thread at most; more segments only add slots to combine).
+constexpr int64_t KSEG_BYTES = int64_t(64) << 10;
+constexpr int64_t KSEG_MIN_ROWS = 16;
+constexpr int64_t KSEG_MAX = 16;
 // Byte offsets are 32-bit displacements in the generated code.
 constexpr int64_t MAX_OPERAND_BYTES = (int64_t(1) << 31) - (int64_t(1) << 16);
 
@@ -108,6 +113,24 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     // More rows than L1 ways: pack them.
     p.pack_a = !p.ta && p.m > 8;
     p.impl = fmt::format("gemv_m{}", p.m);
+    const int64_t b_bytes = p.k * p.n * 4;
+    if (p.loops.empty() && !p.pack_a && !d.n_end && b_bytes >= 2 * KSEG_BYTES && p.k >= 2 * KSEG_MIN_ROWS) {
+      p.kc = ceil_div(p.k, std::min({b_bytes / KSEG_BYTES, KSEG_MAX, p.k / KSEG_MIN_ROWS}));
+      p.kseg = static_cast<int>(ceil_div(p.k, p.kc));
+      p.slot_bytes = ceil_div(p.m * p.n * 4, 64) * 64;
+      p.scratch = static_cast<size_t>(p.kseg * p.slot_bytes);
+      p.impl += fmt::format("_k{}", p.kseg);
+    }
+    if (d.k_parts > 1) {
+      if (p.kseg < d.k_parts || d.k_part < 0 || d.k_part >= d.k_parts) return false;
+      p.k_part = d.k_part;
+      p.k_parts = d.k_parts;
+      p.seg_begin = p.kseg * d.k_part / d.k_parts;
+      p.seg_end = p.kseg * (d.k_part + 1) / d.k_parts;
+      p.chain_end = p.kseg / d.k_parts;
+    }
+  } else if (d.k_parts > 1) {
+    return false;  // only a GEMV is split along K
   } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate && p.act == Activation::NONE) {
     p.mode = Mode::DOT;
     p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
@@ -149,7 +172,7 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
 
 namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
-constexpr int64_t PACKED_PART_FLOPS = int64_t(1) << 20;
+constexpr int64_t TILED_PART_FLOPS = int64_t(1) << 20;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
 int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.nr() : p.vlen; }
@@ -158,8 +181,9 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
   gemm::Plan p;
   if (threads <= 1 || isa == Isa::REF || !gemm::make_plan(d, isa, &p) || p.mode == gemm::Mode::DOT) return 1;
+  if (p.kseg > 1) return std::min(threads, p.kseg);
   const int64_t flops = 2 * d.m * d.n * d.k * d.batch.numel();
-  if (flops < (p.mode == gemm::Mode::GEMV ? GEMV_PART_FLOPS : PACKED_PART_FLOPS)) return 1;
+  if (flops < (p.mode == gemm::Mode::GEMV ? GEMV_PART_FLOPS : TILED_PART_FLOPS)) return 1;
   const int64_t units = (d.n + part_unit(p) - 1) / part_unit(p);
   return static_cast<int>(std::min<int64_t>(threads, units));
 }
@@ -168,6 +192,11 @@ GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts) 
   GemmJitDesc s = d;
   gemm::Plan p;
   if (n_parts <= 1 || !gemm::make_plan(d, isa, &p)) return s;
+  if (p.kseg > 1) {
+    s.k_part = part;
+    s.k_parts = n_parts;
+    return s;
+  }
   const int64_t unit = part_unit(p), units = (d.n + unit - 1) / unit;
   s.n_begin = std::min(d.n, units * part / n_parts * unit);
   s.n_end = std::min(d.n, units * (part + 1) / n_parts * unit);
@@ -181,6 +210,7 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
                                 d.k, int(d.trans_a), int(d.trans_b), int(d.bias), d.batch.str(), d.a_batch.str(),
                                 d.b_batch.str());
   if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
+  if (d.k_parts > 1) key += fmt::format(":kpart{}of{}", d.k_part, d.k_parts);
   std::string op = d.op;
   if (d.accumulate) {
     op += "_acc";

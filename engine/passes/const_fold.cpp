@@ -43,7 +43,7 @@ Result<std::vector<std::vector<double>>> evaluate(const Program& p, const Instru
   RunState state;
   state.seed = p.context().seed();
   KernelArgs a{in_ptr.data(),  out_ptr.data(),         in_type.data(),  out_type.data(), &ins,
-               static_cast<int>(in_ptr.size()), static_cast<int>(out_ptr.size()), scratch.data(), &state};
+               static_cast<int>(in_ptr.size()), static_cast<int>(out_ptr.size()), scratch.data(), &state, scratch.data()};
   hooks.ref(&a);
   std::vector<std::vector<double>> values;
   for (Tensor& t : out) {

@@ -52,7 +52,7 @@ bool split_channels(const ConvGeom& g, ConvPass pass) {
 // epilogue): inputs in order, no types or instruction (generated code reads neither).
 void call(KernelFn fn, std::initializer_list<const void*> in, void* out, void* scratch = nullptr) {
   void* outs[] = {out};
-  const KernelArgs args{in.begin(), outs, nullptr, nullptr, nullptr, static_cast<int>(in.size()), 1, scratch, nullptr};
+  const KernelArgs args{in.begin(), outs, nullptr, nullptr, nullptr, static_cast<int>(in.size()), 1, scratch, nullptr, scratch};
   fn(&args);
 }
 
