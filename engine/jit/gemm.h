@@ -66,8 +66,9 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // its own contiguous rows of B (halves of every row, as a split of N gives, measured half as
 // fast: the prefetcher fetches the other half too); the last part to finish adds the others'
 // sums into C. Other products split N into slices, each a multiple of the micro-kernel width.
-// 1 for small products (under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot
-// kernel. Each element of C is computed exactly as by the whole kernel.
+// 1 for small products (B under 256 KiB for a K split, under 256 KFLOP for a GEMV split in N,
+// 1 MFLOP tiled) and for the dot kernel. Each element of C is computed exactly as by the whole
+// kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's
 // scratch is at most jit_gemm_scratch_bytes(d); a K split's parts meet in part 0's

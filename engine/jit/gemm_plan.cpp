@@ -173,6 +173,10 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
 namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
 constexpr int64_t TILED_PART_FLOPS = int64_t(1) << 20;
+// A K split pays from 256 KiB of B (about 1.8 µs of streaming on one core): a parallel step's
+// hand-off costs about 0.7 µs on the 2-core machine we measure on (a cache line takes ~250 ns
+// from core to core), and the MLP's 128 KiB second layer ran slower split than whole.
+constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
 int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.nr() : p.vlen; }
@@ -181,7 +185,7 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
   gemm::Plan p;
   if (threads <= 1 || isa == Isa::REF || !gemm::make_plan(d, isa, &p) || p.mode == gemm::Mode::DOT) return 1;
-  if (p.kseg > 1) return std::min(threads, p.kseg);
+  if (p.kseg > 1) return p.k * p.n * 4 < KSPLIT_PART_BYTES ? 1 : std::min(threads, p.kseg);
   const int64_t flops = 2 * d.m * d.n * d.k * d.batch.numel();
   if (flops < (p.mode == gemm::Mode::GEMV ? GEMV_PART_FLOPS : TILED_PART_FLOPS)) return 1;
   const int64_t units = (d.n + part_unit(p) - 1) / part_unit(p);
