@@ -479,5 +479,65 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
   }
 }
 
+// Tiled products split into parallel parts: rows when M ≥ N (each part its own contiguous rows
+// of C), columns otherwise. Called directly, each part on its own scratch, the parts together
+// give C bitwise equal to the whole kernel's, for every transpose, with a bias and an
+// activation; nothing past C is written.
+TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
+  struct Shape6 {
+    int64_t m, n, k;
+    bool ta, tb, bias;
+    Activation act;
+  };
+  const Shape6 shapes[] = {{784, 256, 64, true, false, false, Activation::NONE},
+                           {300, 37, 70, false, false, true, Activation::RELU},
+                           {97, 45, 300, false, true, false, Activation::NONE},
+                           {130, 130, 33, true, true, true, Activation::TANH},
+                           {64, 256, 784, false, false, true, Activation::RELU},
+                           {40, 1100, 30, false, true, false, Activation::NONE}};
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  for (Isa isa : jit_levels()) {
+    for (const Shape6& s : shapes) {
+      SCOPED_TRACE(fmt::format("m{} n{} k{} ta{} tb{} bias{} {} on {}", s.m, s.n, s.k, s.ta, s.tb, s.bias,
+                               activation_name(s.act), isa_name(isa)));
+      GemmJitDesc d;
+      d.op = "matmul";
+      d.m = s.m, d.n = s.n, d.k = s.k, d.trans_a = s.ta, d.trans_b = s.tb, d.bias = s.bias, d.act = s.act;
+      KernelCache cache;
+      auto whole = jit_gemm(d, isa, cache);
+      ASSERT_TRUE(whole && whole.value()) << (whole ? "no kernel" : whole.status().message());
+      std::vector<float> a(s.m * s.k), b(s.k * s.n), bias(s.n), c0(s.m * s.n + 16);
+      for (auto* v : {&a, &b, &bias, &c0})
+        for (float& x : *v) x = real(rng);
+      const size_t scratch_bytes = (jit_gemm_scratch_bytes(d) + 63) / 64 * 64 + 64;
+      const void* in[] = {a.data(), b.data(), bias.data()};
+      RunState state;
+      auto run = [&](const JitKernel& k, std::vector<float>& c) {
+        AlignedBuffer scratch(scratch_bytes);
+        void* out[] = {c.data()};
+        KernelArgs args{in, out, nullptr, nullptr, nullptr, 3, 1, scratch.data(), &state, scratch.data()};
+        k.fn()(&args);
+      };
+      std::vector<float> want = c0;
+      run(*whole.value(), want);
+      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], c0[i]) << "guard " << i;
+      for (int threads : {2, 3, 5}) {
+        const int n_parts = jit_gemm_parts(d, isa, threads);
+        ASSERT_GT(n_parts, 1) << threads << " threads";
+        std::vector<float> c = c0;
+        for (int q = n_parts - 1; q >= 0; --q) {
+          const GemmJitDesc part = jit_gemm_part(d, isa, q, n_parts);
+          EXPECT_EQ(part.m_end != 0, s.m >= s.n) << "rows split when M ≥ N";
+          auto k = jit_gemm(part, isa, cache);
+          ASSERT_TRUE(k && k.value()) << "part " << q << " of " << n_parts;
+          run(*k.value(), c);
+        }
+        ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0) << n_parts << " parts";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nnasm

@@ -46,6 +46,9 @@ struct GemmJitDesc {
   Shape batch, a_batch, b_batch;
   // Only these columns of C, [n_begin, n_end) (a parallel part's slice); n_end 0: all of them.
   int64_t n_begin = 0, n_end = 0;
+  // Only these rows of C, [m_begin, m_end), counted after batch dimensions fold into M (a
+  // parallel part's slice of a tiled product); m_end 0: all of them.
+  int64_t m_begin = 0, m_end = 0;
   // Part k_part of k_parts of a GEMV split along K (a parallel part's share of the K segments;
   // see jit_gemm_parts); k_parts 1: the whole.
   int k_part = 0, k_parts = 1;
@@ -65,7 +68,10 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // thread sums in the same order): its parts take consecutive segments, so that each streams
 // its own contiguous rows of B (halves of every row, as a split of N gives, measured half as
 // fast: the prefetcher fetches the other half too); the last part to finish adds the others'
-// sums into C. Other products split N into slices, each a multiple of the micro-kernel width.
+// sums into C. A tiled product with at least as many rows as columns splits M, so that each
+// part writes its own contiguous rows of C (the weight gradient an optimizer step then updates
+// in the same halves); other products split N into slices, each a multiple of the
+// micro-kernel width.
 // 1 for small products (B under 256 KiB for a K split, under 256 KFLOP for a GEMV split in N,
 // 1 MFLOP tiled) and for the dot kernel. Each element of C is computed exactly as by the whole
 // kernel.

@@ -194,6 +194,7 @@ void Gen::emit() {
     } else {
       g_.mov(rPack, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
     }
+    if (p_.a_skip) g_.add(rA, p_.a_skip);
     if (p_.b_skip) g_.add(rB, p_.b_skip);
     if (p_.c_skip) g_.add(rC, p_.c_skip);
     if (p_.bias && p_.bias_skip) g_.add(rBias, p_.bias_skip);

@@ -96,6 +96,9 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
   p.bias_skip = n0 * 4;
   p.b_skip = p.tb ? n0 * p.k * 4 : n0 * 4;
   p.a_ks = p.ta ? p.m * 4 : 4;
+  // A part's rows (TILED only, below): the mode and blocking are the whole product's.
+  const int64_t m0 = d.m_end ? d.m_begin : 0, m1 = d.m_end ? d.m_end : p.m;
+  if (m0 < 0 || m1 > p.m || m0 >= m1 || (d.m_end && (d.n_end || !p.loops.empty()))) return false;
 
   const int gemv_max = avx512 ? 14 : 5;
   if (!p.tb && p.m <= gemv_max) {
@@ -151,6 +154,12 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     if (p.pack_b) p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
   }
+  if (d.m_end) {
+    if (p.mode != Mode::TILED) return false;
+    p.m = m1 - m0;
+    p.a_skip = m0 * p.a_rs;
+    p.c_skip += m0 * p.ldc * 4;
+  }
   if (p.pack_a) {
     p.ap_ks = ceil_div(p.mr_max, 8) * 32;
     p.ap_offset = (p.scratch + 63) / 64 * 64;
@@ -180,6 +189,11 @@ constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
 int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.nr() : p.vlen; }
+// A tiled product with as many rows as columns (and no batch loops) splits its rows.
+constexpr int64_t ROWS_PER_PART = 16;
+bool split_rows(const gemm::Plan& p) {
+  return p.mode == gemm::Mode::TILED && p.loops.empty() && p.m >= p.n && p.m >= 2 * ROWS_PER_PART;
+}
 }  // namespace
 
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
@@ -188,6 +202,7 @@ int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
   if (p.kseg > 1) return p.k * p.n * 4 < KSPLIT_PART_BYTES ? 1 : std::min(threads, p.kseg);
   const int64_t flops = 2 * d.m * d.n * d.k * d.batch.numel();
   if (flops < (p.mode == gemm::Mode::GEMV ? GEMV_PART_FLOPS : TILED_PART_FLOPS)) return 1;
+  if (split_rows(p)) return static_cast<int>(std::min<int64_t>(threads, p.m / ROWS_PER_PART));
   const int64_t units = (d.n + part_unit(p) - 1) / part_unit(p);
   return static_cast<int>(std::min<int64_t>(threads, units));
 }
@@ -199,6 +214,11 @@ GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts) 
   if (p.kseg > 1) {
     s.k_part = part;
     s.k_parts = n_parts;
+    return s;
+  }
+  if (split_rows(p)) {
+    s.m_begin = p.m * part / n_parts;
+    s.m_end = p.m * (part + 1) / n_parts;
     return s;
   }
   const int64_t unit = part_unit(p), units = (d.n + unit - 1) / unit;
@@ -215,6 +235,7 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
                                 d.b_batch.str());
   if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
   if (d.k_parts > 1) key += fmt::format(":kpart{}of{}", d.k_part, d.k_parts);
+  if (d.m_end) key += fmt::format(":rows{}-{}", d.m_begin, d.m_end);
   std::string op = d.op;
   if (d.accumulate) {
     op += "_acc";

@@ -37,9 +37,10 @@ struct Plan {
   float act_alpha = 0;
   bool accumulate = false;  // every K block adds into C (GemmJitDesc::accumulate)
   // Row strides of B (not transposed) and C in floats: the whole N, which n is less than for a
-  // part's slice; and the slice's first column, in bytes into C (and B, bias) at entry.
+  // part's slice; and the slice's first column (or row), in bytes into C (and A, B, bias) at
+  // entry.
   int64_t ldb = 0, ldc = 0;
-  int64_t b_skip = 0, c_skip = 0, bias_skip = 0;
+  int64_t a_skip = 0, b_skip = 0, c_skip = 0, bias_skip = 0;
   std::vector<BatchLoop> loops;
   // A(i, p) lies at A + i·a_rs + p·a_ks bytes (row-major or transposed storage alike).
   int64_t a_rs = 0, a_ks = 0;
