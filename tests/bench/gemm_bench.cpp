@@ -12,6 +12,7 @@
 
 #include "engine/executor.h"
 #include "shell/shell.h"
+#include "tests/bench/baselines.h"
 #include "tests/bench/bench_program.h"
 
 namespace nnasm {
@@ -31,7 +32,7 @@ void BM_gemm_square_nnasm(benchmark::State& st) {
   for (auto _ : st) b->ex->run();
   set_flops(st, 2.0 * n * n * n);
 }
-BENCHMARK(BM_gemm_square_nnasm)->RangeMultiplier(2)->Range(32, 1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gemm_square_nnasm)->Apply(baselines::square_sizes);
 
 void BM_gemm_square_eigen(benchmark::State& st) {
   const int64_t n = st.range(0);
@@ -43,7 +44,7 @@ void BM_gemm_square_eigen(benchmark::State& st) {
   }
   set_flops(st, 2.0 * n * n * n);
 }
-BENCHMARK(BM_gemm_square_eigen)->RangeMultiplier(2)->Range(32, 1024)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gemm_square_eigen)->Apply(baselines::square_sizes);
 
 // The batch-1 game case: one 784→256 layer (802 KB of fp32 weights, L2-resident when warm).
 void BM_gemm_gemv_784x256_nnasm(benchmark::State& st) {
