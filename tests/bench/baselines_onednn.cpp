@@ -3,7 +3,7 @@
 // (format_tag::ab), and a convolution_forward primitive for the CONV2D shapes, on the CPU engine. The primitive is created once, before the timing loop, as nnasm prepares its kernel
 // once; the loop times execute() and the stream's wait(). Debian builds oneDNN on OpenMP, so each
 // benchmark sets one OpenMP thread for its own thread (omp_set_num_threads, a per-thread
-// setting); a oneDNN built on another runtime runs as it is configured (OMP_NUM_THREADS or
+// setting; BM_threads_sgemm_onednn sets its second argument's count); a oneDNN built on another runtime runs as it is configured (OMP_NUM_THREADS or
 // taskset, then). The label names the implementation oneDNN chose. Built only with
 // NNASM_HAVE_ONEDNN (the Makefile sets it when the header is installed: make bench-deps);
 // otherwise one row says so. oneDNN throws: errors become error rows here.
@@ -25,9 +25,11 @@ namespace {
 
 #ifdef NNASM_HAVE_ONEDNN
 
-void run_matmul(benchmark::State& st, int64_t m, int64_t n, int64_t k, bool layer) {
+void run_matmul(benchmark::State& st, int64_t m, int64_t n, int64_t k, bool layer, int threads = 1) {
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-  omp_set_num_threads(1);
+  omp_set_num_threads(threads);
+#else
+  (void)threads;
 #endif
   Operands o(m, n, k);
   try {
@@ -58,6 +60,12 @@ void BM_gemm_square_onednn(benchmark::State& st) { run_matmul(st, st.range(0), s
 BENCHMARK(BM_gemm_square_onednn)->Apply(square_sizes);
 
 void BM_gemm_gemv_784x256_onednn(benchmark::State& st) { run_matmul(st, 1, kLayerOut, kLayerIn, true); }
+
+// Square SGEMM on 1 and 2 OpenMP threads, next to BM_threads_sgemm (threads_bench.cpp).
+void BM_threads_sgemm_onednn(benchmark::State& st) {
+  run_matmul(st, st.range(0), st.range(0), st.range(0), false, static_cast<int>(st.range(1)));
+}
+BENCHMARK(BM_threads_sgemm_onednn)->ArgsProduct({{256, 512, 1024}, {1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_gemm_gemv_784x256_onednn)->Unit(benchmark::kMicrosecond);
 
 void BM_gemm_b64_784x256_onednn(benchmark::State& st) { run_matmul(st, kLayerBatch, kLayerOut, kLayerIn, true); }
@@ -124,6 +132,8 @@ const int registered_conv = [] {
 
 void BM_gemm_square_onednn(benchmark::State& st) { missing(st, "libdnnl-dev"); }
 BENCHMARK(BM_gemm_square_onednn);
+void BM_threads_sgemm_onednn(benchmark::State& st) { missing(st, "libdnnl-dev"); }
+BENCHMARK(BM_threads_sgemm_onednn);
 
 #endif
 

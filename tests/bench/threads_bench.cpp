@@ -1,6 +1,7 @@
 // Parallel steps on the engine's own thread pool: the README's MLP (784-256-128-10) forward at
-// batch 1 and 64 and its training step at batch 64, the GEMV 1×784·784×256 and SGEMM 512³, each
-// with 1 and 2 threads (the benchmark argument), measured in the same run.
+// batch 1 and 64 and its training step at batch 64, the GEMV 1×784·784×256 and square SGEMM
+// (256, 512, 1024), each with 1 and 2 threads (the benchmark argument), measured in the same run.
+// oneDNN's SGEMM on 1 and 2 threads is BM_threads_sgemm_onednn (baselines_onednn.cpp).
 #include <benchmark/benchmark.h>
 
 #include "engine/optimizer.h"
@@ -62,20 +63,21 @@ void BM_threads_gemv_1x784x256(benchmark::State& st) {
   for (auto _ : st) b->ex->run();
   st.SetBytesProcessed(st.iterations() * 784 * 256 * 4);
 }
-void BM_threads_sgemm_512(benchmark::State& st) {
-  auto b = threaded(static_cast<int>(st.range(0)), [](Program&, Graph& g) {
-    g.output(matmul(g.input("a", {512, 512}), g.input("b", {512, 512})), "c");
+void BM_threads_sgemm(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  auto b = threaded(static_cast<int>(st.range(1)), [n](Program&, Graph& g) {
+    g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "c");
   });
   if (!b) return st.SkipWithError("prepare failed");
   for (auto _ : st) b->ex->run();
-  st.counters["GFLOPS"] = benchmark::Counter(2.0 * 512 * 512 * 512 * st.iterations(), benchmark::Counter::kIsRate,
+  st.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n * st.iterations(), benchmark::Counter::kIsRate,
                                              benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_threads_mlp_forward_b1)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_forward_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_train_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_gemv_1x784x256)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_threads_sgemm_512)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_sgemm)->ArgsProduct({{256, 512, 1024}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace nnasm
