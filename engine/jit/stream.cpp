@@ -1,6 +1,6 @@
 // The dispatch stream's code: a frame that keeps rsp 16-byte aligned, then per call
-// `mov rdi, arg; mov rax, fn; call rax` (22 bytes; an absolute target, since kernels and the C++
-// functions may lie farther apart than a rel32 call reaches).
+// `mov rdi, arg; call fn` (15 bytes), or `mov rdi, arg; mov rax, fn; call rax` (22 bytes) where
+// the target lies farther away than a rel32 call reaches (the C++ functions may).
 #include "engine/jit/stream.h"
 
 #include <xbyak/xbyak.h>
@@ -18,8 +18,14 @@ Result<std::shared_ptr<const JitKernel>> build_stream(const std::string& name, c
     g.sub(g.rsp, 8);
     for (const StreamCall& c : calls) {
       g.mov(g.rdi, reinterpret_cast<uint64_t>(c.arg));
-      g.mov(g.rax, reinterpret_cast<uint64_t>(c.fn));
-      g.call(g.rax);
+      // A direct call where the target is within reach of a rel32 (generated kernels usually are).
+      const int64_t rel = reinterpret_cast<int64_t>(c.fn) - reinterpret_cast<int64_t>(g.getCurr());
+      if (rel - 5 == static_cast<int32_t>(rel - 5) && rel == static_cast<int32_t>(rel)) {
+        g.call(c.fn);
+      } else {
+        g.mov(g.rax, reinterpret_cast<uint64_t>(c.fn));
+        g.call(g.rax);
+      }
     }
     g.add(g.rsp, 8);
     g.ret();
