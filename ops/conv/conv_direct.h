@@ -31,9 +31,9 @@ bool direct_conv_applies(const ConvGeom& g);
 // Whether the direct weight-gradient kernel takes it (the same, and rows of at most 16 vectors,
 // whose loop it unrolls).
 bool direct_weight_applies(const ConvGeom& g);
-// The kernel (AVX2+FMA code, also used at the AVX-512 level: on the CPUs this engine targets a
-// 512-bit FMA gives no more FLOPs, and these blocks fit 16 registers) from `cache`. Null when
-// isa is REF.
+// The kernel (AVX2+FMA code, also used at the AVX-512 level: written for CPUs whose 512-bit FMA
+// gives no more FLOPs, such as Zen 4; a Zen 5's does, and oneDNN's AVX-512 kernels beat these
+// there — README, Benchmarks) from `cache`. Null when isa is REF.
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache);
 
 // The weight gradient of one image and group: in[0] the padded input as above, in[1] dy
