@@ -1,8 +1,9 @@
 // The direct stride-1 convolution kernel of conv_direct.h.
 //
-// Register map (AVX2, 16 ymm): acc[o][v] = ymm(o·nv + v) for an ob × nv block of output channels
-// × output vectors; then the tap's nv input vectors and the broadcast weight (after the loop: the
-// activation's temporaries); ymm15 the tail mask when wo is not a multiple of 8. General registers: rX the padded input at
+// Register map (AVX2 16 ymm / AVX-512 32 zmm, W = 8 / 16 floats a vector): acc[o][v] = vreg(o·nv
+// + v) for an ob × nv block of output channels × output vectors; then the tap's nv input vectors
+// and the broadcast weight (after the loop: the activation's temporaries); the tail mask when wo
+// is not a multiple of W (AVX2: ymm15; AVX-512: k1). General registers: rX the padded input at
 // the current output row and column block, rW the weights of the current channel block, rY the
 // output row, rB the bias, rXc / rWc the input-channel walk, rCnt its counter, rRow the row
 // counter, rBlk the channel-block counter.
@@ -58,9 +59,11 @@ struct Blocking {
   bool tail;
 };
 
+bool avx512(const DirectConv& d) { return d.lanes == 16; }
+
 Blocking blocking(const DirectConv& d) {
-  Blocking best{static_cast<int>((d.wo + 7) / 8), 1, 1, d.wo % 8 != 0};
-  const int free = VREGS - (best.tail ? 1 : 0);
+  Blocking best{static_cast<int>((d.wo + d.lanes - 1) / d.lanes), 1, 1, d.wo % d.lanes != 0};
+  const int free = (avx512(d) ? 32 : VREGS) - (best.tail && !avx512(d) ? 1 : 0);
   const int n_tmp = act_snippet(d.act, d.act_alpha).n_tmp;
   double best_cost = 1e9;
   for (int nv = 1; nv <= std::min(best.nvec, 4); ++nv) {
@@ -79,12 +82,13 @@ Blocking blocking(const DirectConv& d) {
 
 class Gen {
  public:
-  Gen(CodeGenerator& g, const DirectConv& d) : g_(g), d_(d), b_(blocking(d)), v_(g, Isa::AVX2) {}
+  Gen(CodeGenerator& g, const DirectConv& d)
+      : g_(g), d_(d), b_(blocking(d)), v_(g, avx512(d) ? Isa::AVX512 : Isa::AVX2), w_(v_.width()) {}
 
   Status emit() {
     {
       Frame f(g_, 6);
-      if (b_.tail) v_.set_tail(static_cast<int>(d_.wo % 8), Ymm(VREGS - 1));
+      if (b_.tail) v_.set_tail(static_cast<int>(d_.wo % w_), Ymm(VREGS - 1));
       f.load_in(rX0, 0);
       f.load_in(rW, 1);
       if (d_.bias) f.load_in(rB, 2);
@@ -102,9 +106,9 @@ class Gen {
   int64_t row_bytes() const { return d_.rs() * 4; }
   int64_t plane_bytes() const { return d_.hp() * row_bytes(); }
   int64_t taps() const { return d_.kh * d_.kw; }
-  Ymm acc(int o, int v) const { return Ymm(o * b_.nv + v); }
+  Xmm acc(int o, int v) const { return v_.vreg(o * b_.nv + v); }
   // Registers past the accumulators: the tap's input vectors, then the broadcast weight.
-  Ymm spare(int i) const { return Ymm(b_.ob * b_.nv + i); }
+  Xmm spare(int i) const { return v_.vreg(b_.ob * b_.nv + i); }
 
   // ob output channels from rW / rY / rB on; leaves them advanced past the block.
   void channel_block(int ob) {
@@ -134,16 +138,16 @@ class Gen {
         if (d_.bias) v_.broadcast(acc(o, v), ptr[rB + o * 4]);
         else g_.vxorps(acc(o, v), acc(o, v), acc(o, v));
       }
-    g_.lea(rXc, ptr[rX + col * 32]);
+    g_.lea(rXc, ptr[rX + col * v_.vbytes()]);
     g_.mov(rWc, rW);
     Label channel;
     g_.mov(rCnt, d_.cg);
     g_.L(channel);
-    const Ymm w = spare(nv);
+    const Xmm w = spare(nv);
     for (int64_t i = 0; i < d_.kh; ++i)
       for (int64_t j = 0; j < d_.kw; ++j) {
         const int64_t x_off = i * d_.dh * row_bytes() + j * d_.dw * 4;
-        for (int v = 0; v < nv; ++v) g_.vmovups(spare(v), ptr[rXc + x_off + v * 32]);
+        for (int v = 0; v < nv; ++v) g_.vmovups(spare(v), ptr[rXc + x_off + v * v_.vbytes()]);
         for (int o = 0; o < ob; ++o) {
           g_.vbroadcastss(w, ptr[rWc + (o * d_.cg * taps() + i * d_.kw + j) * 4]);
           for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(o, v), w, spare(v));
@@ -161,7 +165,7 @@ class Gen {
       for (int v = 0; v < nv; ++v) {
         if (d_.act != Activation::NONE) act.body(v_, acc(o, v), acc(o, v), t);
         const bool last = col + v == b_.nvec - 1;
-        v_.store(ptr[rYrow + (o * d_.ho * d_.wo + (col + v) * 8) * 4], acc(o, v), last && b_.tail ? v_.tail() : 8);
+        v_.store(ptr[rYrow + (o * d_.ho * d_.wo + (col + v) * w_) * 4], acc(o, v), last && b_.tail ? v_.tail() : w_);
       }
   }
 
@@ -169,6 +173,7 @@ class Gen {
   const DirectConv& d_;
   Blocking b_;
   VecGen v_;
+  const int w_;  // floats a vector
 };
 
 // The weight gradient (direct_weight_kernel). Register map: acc[o][j] = ymm(o·kw + j) for ob
@@ -260,7 +265,7 @@ bool direct_weight_applies(const ConvGeom& g) {
 }
 
 Result<std::shared_ptr<const JitKernel>> direct_weight_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
-  if (isa == Isa::REF) return std::shared_ptr<const JitKernel>();
+  if (isa == Isa::REF || d.lanes != 8) return std::shared_ptr<const JitKernel>();
   const int ob = static_cast<int>(std::clamp<int64_t>((VREGS - 2) / (d.kw + 1), 1, d.og));
   const std::string name = fmt::format("f32_conv2d_bwd_weight_direct__avx2_{}x{}", ob, d.kw);
   const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh, d.dw);
@@ -269,18 +274,19 @@ Result<std::shared_ptr<const JitKernel>> direct_weight_kernel(const DirectConv& 
 
 bool direct_conv_applies(const ConvGeom& g) {
   if (g.sh != 1 || g.sw != 1) return false;
-  const DirectConv d{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  DirectConv d{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  d.lanes = 16;  // the widest rows either level pads to
   // Baked-in offsets: a plane of the padded input, a block of weights, a block of output.
   return d.padded_floats() * 4 < MAX_DISP && g.o * g.k() * 4 < MAX_DISP && g.o * g.p() * 4 < MAX_DISP &&
          g.kh * g.kw <= 121;
 }
 
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
-  if (isa == Isa::REF) return std::shared_ptr<const JitKernel>();
+  if (isa == Isa::REF || d.lanes != (isa == Isa::AVX512 ? 16 : 8)) return std::shared_ptr<const JitKernel>();
   const Blocking b = blocking(d);
-  const std::string name = fmt::format("f32_conv2d_direct{}{}__avx2_{}x{}", d.bias ? "_bias" : "",
-                                       d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)), b.ob,
-                                       b.nv);
+  const std::string name = fmt::format("f32_conv2d_direct{}{}__{}_{}x{}", d.bias ? "_bias" : "",
+                                       d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)),
+                                       isa_name(isa), b.ob, b.nv);
   const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}|{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh,
                                       d.dw, d.act_alpha);
   return build_kernel_measured(cache, key, name, size_t(4) << 20, [d](CodeGenerator& g) { return Gen(g, d).emit(); });

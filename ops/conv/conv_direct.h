@@ -21,8 +21,12 @@ struct DirectConv {
   bool bias = false;
   Activation act = Activation::NONE;
   float act_alpha = 0;
+  // Floats per vector of the forward kernel: 16 on AVX-512, 8 on AVX2 (and for the weight
+  // gradient's kernel, which is AVX2 code at both levels).
+  int lanes = 8;
   int64_t hp() const { return ho + (kh - 1) * dh; }
-  int64_t rs() const { return (wo + 7) / 8 * 8 + (kw - 1) * dw; }  // whole vectors of output, plus the taps
+  // Whole vectors of output, plus the taps.
+  int64_t rs() const { return (wo + lanes - 1) / lanes * lanes + (kw - 1) * dw; }
   int64_t padded_floats() const { return cg * hp() * rs() + rs(); }
 };
 
@@ -31,12 +35,12 @@ bool direct_conv_applies(const ConvGeom& g);
 // Whether the direct weight-gradient kernel takes it (the same, and rows of at most 16 vectors,
 // whose loop it unrolls).
 bool direct_weight_applies(const ConvGeom& g);
-// The kernel (AVX2+FMA code, also used at the AVX-512 level: written for CPUs whose 512-bit FMA
-// gives no more FLOPs, such as Zen 4; a Zen 5's does, and oneDNN's AVX-512 kernels beat these
-// there — README, Benchmarks) from `cache`. Null when isa is REF.
+// The kernel for `isa` (AVX-512 code when d.lanes is 16, else AVX2+FMA) from `cache`. Null when
+// isa is REF.
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache);
 
-// The weight gradient of one image and group: in[0] the padded input as above, in[1] dy
+// The weight gradient of one image and group (AVX2+FMA code at both levels; d.lanes must be 8):
+// in[0] the padded input as above, in[1] dy
 // [og, ho, wo]; out[0] partial sums [og, cg, kh, kw][8] (one vector per weight), which the kernel
 // adds to: dw[o, c, i, j] is the sum of the 8 lanes after the last image. Lanes past wo multiply
 // zeros (dy and x are loaded masked), so a non-finite input lands only where it belongs.

@@ -37,9 +37,12 @@ bool direct_data_gradient(const ConvGeom& g) {
   return direct_conv_applies(g) && g.ph <= (g.kh - 1) * g.dh && g.pw <= (g.kw - 1) * g.dw;
 }
 
-DirectConv direct_geometry(const ConvGeom& g, ConvPass pass) {
-  if (pass != ConvPass::BACKWARD_DATA) return DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
-  return DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
+// `lanes`: the forward kernel's vector width (16 on AVX-512); the weight gradient's is always 8.
+DirectConv direct_geometry(const ConvGeom& g, ConvPass pass, int lanes = 8) {
+  DirectConv d = pass != ConvPass::BACKWARD_DATA ? DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw}
+                                                 : DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
+  d.lanes = lanes;
+  return d;
 }
 
 // A single image's forward pass on the direct kernel splits its output channels into the parts
@@ -237,10 +240,11 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   size_t direct = 0;
+  // The scratch hook does not know the level: rows padded for the wider vectors.
   if (pass == ConvPass::FORWARD && direct_conv_applies(g))
-    direct = static_cast<size_t>(direct_geometry(g, pass).padded_floats()) * sizeof(float);
+    direct = static_cast<size_t>(direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
-    direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass).padded_floats()) * sizeof(float);
+    direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_WEIGHT && direct_weight_applies(g))
     direct = static_cast<size_t>(g.o * g.k() * 8 + direct_geometry(g, ConvPass::FORWARD).padded_floats()) * sizeof(float);
   return std::max(gemm, direct);
@@ -266,7 +270,7 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                       g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
                                       r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
   if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
-    k->dc = direct_geometry(g, pass);
+    k->dc = direct_geometry(g, pass, r.isa == Isa::AVX512 ? 16 : 8);
     if (by_channel) {
       k->o0 = g.o * r.part / r.n_parts;
       k->dc.og = g.o * (r.part + 1) / r.n_parts - k->o0;
