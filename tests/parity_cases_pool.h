@@ -27,6 +27,8 @@ const std::vector<PoolCase>& pool_cases() {
       {{3, 16, 10, 10}, {2, 2}, {2, 2}, {}},        // LeNet's second
       {{1, 2, 5, 21}, {2, 3}, {1, 1}, {}},          // the JIT at stride 1: three vectors, a tail of 3
       {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}},          // the JIT at stride 2 with an odd kernel
+      {{2, 3, 6, 14}, {2, 2}, {}, {}},              // the 2×2 backward JIT: a vector and a tail of 6
+      {{1, 2, 4, 6}, {2, 2}, {}, {}},               // and a row that is only a tail
   };
   return cases;
 }

@@ -14,10 +14,11 @@
 // Immediates the forward op's (ops/pool/pool_geom.h).
 // Gradient   none (no second derivatives of pooling are needed for training): autodiff reports
 //            it by name.
-// Kernels    reference only: one pass over the outputs, a window's worth of loads each; the
-//            common MAXPOOL2D_BWD case (2×2, stride 2, unpadded) a branch-free loop the compiler
-//            vectorizes. No JIT kernel: the scatter of a general window has no vector form
-//            worth generating, and the 2×2 loop already runs at a few cycles per window.
+// Kernels    reference: one pass over the outputs, a window's worth of loads each; the common
+//            MAXPOOL2D_BWD case (2×2, stride 2, unpadded) a branch-free loop. JIT: that common
+//            case on even image sizes (ops/pool/maxpool_bwd_jit.cpp), bitwise the reference; the
+//            scatter of a general window, and AVGPOOL2D_BWD, have no vector form worth
+//            generating.
 // Notes      Does not allocate.
 #include <algorithm>
 #include <cstring>
@@ -26,6 +27,7 @@
 
 #include "ops/op.h"
 #include "ops/pool/pool_geom.h"
+#include "ops/pool/pool_jit.h"
 
 namespace nnasm {
 namespace {
@@ -120,9 +122,13 @@ void avgpool_bwd_ref(const KernelArgs* a) {
                   });
 }
 
+Result<std::shared_ptr<const JitKernel>> maxpool_bwd_jit(const JitRequest& r, KernelCache& cache) {
+  return maxpool_bwd_jit_kernel(pool_geom_unchecked(r.ins, r.in[1].shape), r.isa, cache);
+}
+
 }  // namespace
 
-OpHooks op_hooks_MAXPOOL2D_BWD() { return {pool_bwd_shape, maxpool_bwd_ref}; }
+OpHooks op_hooks_MAXPOOL2D_BWD() { return {pool_bwd_shape, maxpool_bwd_ref, nullptr, nullptr, maxpool_bwd_jit}; }
 OpHooks op_hooks_AVGPOOL2D_BWD() { return {pool_bwd_shape, avgpool_bwd_ref}; }
 
 }  // namespace nnasm

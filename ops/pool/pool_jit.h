@@ -18,4 +18,10 @@ int pool_jit_parts(const PoolGeom& p, int threads);
 Result<std::shared_ptr<const JitKernel>> pool_jit_kernel(const PoolGeom& p, bool max, Isa isa, int part, int n_parts,
                                                          KernelCache& cache);
 
+// MAXPOOL2D_BWD's generated kernel (ops/pool/maxpool_bwd_jit.cpp): 2×2 windows at stride 2,
+// unpadded, even image sizes, rows of at most 512 outputs; bitwise the reference.
+bool maxpool_bwd_jit_applies(const PoolGeom& p);
+// The kernel for p from `cache`; null when p is not covered or isa is REF.
+Result<std::shared_ptr<const JitKernel>> maxpool_bwd_jit_kernel(const PoolGeom& p, Isa isa, KernelCache& cache);
+
 }  // namespace nnasm
