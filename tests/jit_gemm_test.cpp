@@ -4,7 +4,9 @@
 // on a context with the JIT on (at one level) and on one with it off, and checks that the kernel
 // that ran is the generated one, that nothing was written past the output (guard band), that two
 // runs agree bitwise, and that the result matches: exactly for small-integer inputs (every
-// product and partial sum is then exact in fp32), within K·1e-6 of Σ|a·b| for real ones.
+// product and partial sum is then exact in fp32), within K·1e-6 of Σ|a·b| for real ones. The
+// reference kernels are checked on their own too: a row of their result is bitwise the same in
+// any batch, at any place in it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -536,6 +538,59 @@ TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
         ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0) << n_parts << " parts";
       }
     }
+  }
+}
+
+// The reference GEMM (the JIT off) sums each element of C in an order fixed by K and the
+// transposes alone (ops/linalg/gemm.cpp), so a row of the result is bitwise the row computed alone
+// (M = 1), whatever the batch around it and wherever it sits: MATMUL with every transpose and
+// LINEAR, K and N across the vector, tile and block sizes, M across the tile sizes and B's
+// packing threshold. A batch of M takes rows first, first + 1, … (wrapping) of a pool of 64, for
+// two values of first, so that every place holds two different rows.
+TEST(RefGemm, ARowIsTheSameInAnyBatchAtAnyPlace) {
+  constexpr int64_t POOL = 64;
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  const JitConfig ref{false, Isa::AVX512};
+  for (int t = 0; t < 5; ++t) {  // MATMUL's four transpose combinations, then LINEAR
+    const bool lin = t == 4, ta = !lin && (t & 1), tb = !lin && (t & 2);
+    for (int64_t k : {1, 7, 300, 784})
+      for (int64_t n : {1, 5, 33, 300}) {
+        std::vector<float> pool(POOL * k), b(k * n), bias(n);
+        for (auto* v : {&pool, &b, &bias})
+          for (float& x : *v) x = real(rng);
+        auto case_for = [&](int64_t m) {
+          return lin ? linear({m, k}, n)
+                     : matmul(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+                              tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, ta, tb);
+        };
+        std::vector<std::vector<float>> in = {{}, b};  // A, B[, bias]
+        if (lin) in.push_back(bias);
+        auto inputs = [&](int64_t m, int64_t first) -> const std::vector<std::vector<float>>& {
+          std::vector<float>& a = in[0];
+          a.resize(m * k);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t p = 0; p < k; ++p) (ta ? a[p * m + i] : a[i * k + p]) = pool[(first + i) % POOL * k + p];
+          return in;
+        };
+        std::vector<std::vector<float>> alone(POOL);
+        for (int64_t r = 0; r < POOL; ++r) {
+          const Outcome o = run(case_for(1), inputs(1, r), ref);
+          ASSERT_EQ(o.error, "");
+          ASSERT_EQ(o.kernel, "ref");
+          alone[r] = o.y;
+        }
+        for (int64_t m : {2, 4, 5, 7, 13, 64})
+          for (int64_t first : {0, 29}) {
+            const Case c = case_for(m);
+            const Outcome o = run(c, inputs(m, first), ref);
+            ASSERT_EQ(o.error, "");
+            ASSERT_TRUE(o.guard_ok) << c.str();
+            for (int64_t i = 0; i < m; ++i)
+              ASSERT_EQ(std::memcmp(o.y.data() + i * n, alone[(first + i) % POOL].data(), n * 4), 0)
+                  << c.str() << ": pool row " << (first + i) % POOL << " at place " << i;
+          }
+      }
   }
 }
 

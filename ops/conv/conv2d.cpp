@@ -12,7 +12,7 @@
 //            dw = CONV2D_BWD_WEIGHT(x, dZ), db = Σ over N, Ho, Wo of dZ (REDUCE_SUMs).
 // Kernels    both: per image and group, im2col (ops/conv/conv_geom.h; skipped for a 1×1, stride 1,
 //            unpadded kernel, where x is already the matrix) then W_g·cols.
-//            reference: bias broadcast, Eigen's GEMM accumulates, then the activation.
+//            reference: bias broadcast, ops/linalg/gemm.h's GEMM accumulates, then the activation.
 //            JIT, stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
 //            image, output channels × columns held in registers over channels and taps, bias and
 //            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.

@@ -11,7 +11,7 @@
 // Immediates stride, pad, dilation, groups: CONV2D's.
 // Gradient   none (no second derivatives of a convolution are needed for training).
 // Kernels    both: per image and group, GEMMs around im2col / col2im (ops/conv/conv_geom.h):
-//            data cols = W_gᵀ·dY then col2im; weight dW_g += dY·colsᵀ. Reference: Eigen's GEMM.
+//            data cols = W_gᵀ·dY then col2im; weight dW_g += dY·colsᵀ. Reference: ops/linalg/gemm.h.
 //            JIT: bound kernels (ops/conv/conv_jit.h) calling the generated GEMM — the weight
 //            gradient's accumulates into dW (beta = 1) image after image, so the sum order is
 //            fixed: one part. The data gradient splits its images into parallel parts; at stride 1

@@ -16,7 +16,8 @@
 //            (elu, gelu, gelu_tanh, swish, leakyrelu with a negative slope) have no backward
 //            rule here: autodiff fails with "LINEAR with act=gelu has no backward rule: unfuse
 //            it" (write LINEAR then the activation op).
-// Kernels    reference: bias rows, then Eigen's blocked GEMM accumulates x·W (ops/linalg/gemm.h).
+// Kernels    reference: bias rows, then ops/linalg/gemm.h's GEMM accumulates x·W (a row of y never
+//            depends on the other rows).
 //            JIT (engine/jit/gemm.h): GEMM with the bias fused into the store,
 //            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows; big
 //            ones as parallel parts, each its own slice of the output columns. With act, the last

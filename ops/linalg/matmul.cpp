@@ -10,7 +10,8 @@
 // Gradient   dZ from the output as LINEAR's (ops/linalg/act_grad.h), then two MATMULs with the transpose flags chosen so nothing is transposed in memory
 //            (dA = dY·op(B)ᵀ, dB = op(A)ᵀ·dY, each laid out as its operand is stored), then
 //            summed over broadcast batch dimensions.
-// Kernels    reference: Eigen's blocked GEMM per batch (ops/linalg/gemm.h). JIT
+// Kernels    reference: ops/linalg/gemm.h's GEMM per batch (Eigen packets, each element of y
+//            summed in an order fixed by K and the transposes: a row never depends on M). JIT
 //            (engine/jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
 //            `__<isa>_gemv_mN` for a few rows, dot products `__<isa>_dot_mN` for a few rows with
 //            transB (without act); the batch loops (broadcast included) are inside the kernel;
