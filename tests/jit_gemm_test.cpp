@@ -394,57 +394,75 @@ TEST(JitGemm, AccumulatesIntoC) {
   }
 }
 
+// One product for the tests that call kernels and their parts directly: its shape,
+// transposes and epilogue, and random operands with C's 16 guard floats past it.
+struct DirectCase {
+  int64_t m, n, k;
+  bool ta, tb, bias, acc;
+  Activation act;
+  GemmJitDesc desc() const {
+    GemmJitDesc d;
+    d.op = "matmul";
+    d.m = m, d.n = n, d.k = k, d.trans_a = ta, d.trans_b = tb, d.bias = bias, d.accumulate = acc, d.act = act;
+    return d;
+  }
+  std::string str(Isa isa) const {
+    return fmt::format("m{} n{} k{} ta{} tb{} bias{} acc{} {} on {}", m, n, k, ta, tb, bias, acc, activation_name(act),
+                       isa_name(isa));
+  }
+};
+
+struct DirectOperands {
+  std::vector<float> a, b, bias, c0;
+  DirectOperands(const DirectCase& s, std::mt19937& rng)
+      : a(s.m * s.k), b(s.k * s.n), bias(s.n), c0(s.m * s.n + 16) {
+    std::uniform_real_distribution<float> real(-1.f, 1.f);
+    for (auto* v : {&a, &b, &bias, &c0})
+      for (float& x : *v) x = real(rng);
+  }
+  // Runs `k` on these operands into `c`.
+  void run(const JitKernel& k, std::vector<float>& c, void* scratch, void* shared, RunState* state) const {
+    const void* in[] = {a.data(), b.data(), bias.data()};
+    void* out[] = {c.data()};
+    KernelArgs args{in, out, nullptr, nullptr, nullptr, 3, 1, scratch, state, shared};
+    k.fn()(&args);
+  }
+};
+
 // A GEMV with a large B sums K in segments; its parallel parts take consecutive segments, and
 // the last part to finish adds the others' sums into C (engine/jit/gemm.h). Called directly,
 // the parts in either order (so that each part is the last one once) give C bitwise equal to
 // the whole kernel's, with a bias, activations, N tails, Aᵀ and beta = 1; the part counter ends
 // at 0; and the result matches a double-precision sum.
 TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
-  struct Shape5 {
-    int64_t m, n, k;
-    bool ta, bias, acc;
-    Activation act;
-  };
-  const Shape5 shapes[] = {{1, 256, 784, false, true, false, Activation::RELU},
-                           {3, 37, 2000, false, true, false, Activation::GELU},
-                           {5, 130, 600, true, false, false, Activation::NONE},
-                           {2, 100, 1000, false, false, true, Activation::NONE},
-                           {1, 1000, 300, false, true, false, Activation::SIGMOID}};
+  const DirectCase cases[] = {{1, 256, 784, false, false, true, false, Activation::RELU},
+                              {3, 37, 2000, false, false, true, false, Activation::GELU},
+                              {5, 130, 600, true, false, false, false, Activation::NONE},
+                              {2, 100, 1000, false, false, false, true, Activation::NONE},
+                              {1, 1000, 300, false, false, true, false, Activation::SIGMOID}};
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> real(-1.f, 1.f);
   for (Isa isa : jit_levels()) {
-    for (const Shape5& s : shapes) {
-      SCOPED_TRACE(fmt::format("m{} n{} k{} ta{} bias{} acc{} {} on {}", s.m, s.n, s.k, s.ta, s.bias, s.acc,
-                               activation_name(s.act), isa_name(isa)));
-      GemmJitDesc d;
-      d.op = "matmul";
-      d.m = s.m, d.n = s.n, d.k = s.k, d.trans_a = s.ta, d.bias = s.bias, d.accumulate = s.acc, d.act = s.act;
+    for (const DirectCase& s : cases) {
+      SCOPED_TRACE(s.str(isa));
+      const GemmJitDesc d = s.desc();
       KernelCache cache;
       auto whole = jit_gemm(d, isa, cache);
       ASSERT_TRUE(whole && whole.value()) << (whole ? "no kernel" : whole.status().message());
       EXPECT_NE(whole.value()->name().find("gemv_m" + std::to_string(s.m) + "_k"), std::string::npos)
           << whole.value()->name();
-      std::vector<float> a(s.m * s.k), b(s.k * s.n), bias(s.n), c0(s.m * s.n + 16);
-      for (auto* v : {&a, &b, &bias, &c0})
-        for (float& x : *v) x = real(rng);
+      const DirectOperands o(s, rng);
       const size_t scratch_bytes = jit_gemm_scratch_bytes(d);
-      const void* in[] = {a.data(), b.data(), bias.data()};
-      auto run = [&](const JitKernel& k, std::vector<float>& c, void* scratch, void* shared, RunState* state) {
-        void* out[] = {c.data()};
-        KernelArgs args{in, out, nullptr, nullptr, nullptr, 3, 1, scratch, state, shared};
-        k.fn()(&args);
-      };
-      std::vector<float> want = c0;
+      std::vector<float> want = o.c0;
       AlignedBuffer scratch(scratch_bytes + 64);
       RunState state;
-      run(*whole.value(), want, scratch.data(), scratch.data(), &state);
+      o.run(*whole.value(), want, scratch.data(), scratch.data(), &state);
       // Against double precision: C = act(op(A)·B + bias [+ C]).
       for (int64_t i = 0; i < s.m; ++i)
         for (int64_t j = 0; j < s.n; ++j) {
-          double sum = s.bias ? bias[j] : 0, mag = std::fabs(sum);
-          if (s.acc) sum += c0[i * s.n + j], mag += std::fabs(c0[i * s.n + j]);
+          double sum = s.bias ? o.bias[j] : 0, mag = std::fabs(sum);
+          if (s.acc) sum += o.c0[i * s.n + j], mag += std::fabs(o.c0[i * s.n + j]);
           for (int64_t p = 0; p < s.k; ++p) {
-            const double x = (s.ta ? a[p * s.m + i] : a[i * s.k + p]) * double(b[p * s.n + j]);
+            const double x = (s.ta ? o.a[p * s.m + i] : o.a[i * s.k + p]) * double(o.b[p * s.n + j]);
             sum += x;
             mag += std::fabs(x);
           }
@@ -454,7 +472,7 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
                                                             : sum;
           ASSERT_NEAR(want[i * s.n + j], ref, 2e-6 * s.k * mag + 1e-5 * std::fabs(ref)) << "element " << i << "," << j;
         }
-      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], c0[i]) << "guard " << i;
+      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], o.c0[i]) << "guard " << i;
       const int most = jit_gemm_parts(d, isa, 64);
       ASSERT_GE(most, 2);
       for (int n_parts : {2, 3, most}) {
@@ -465,12 +483,12 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
           parts.push_back(k.value());
         }
         for (bool reverse : {false, true}) {
-          std::vector<float> c = c0;
+          std::vector<float> c = o.c0;
           AlignedBuffer all(((scratch_bytes + 63) / 64 * 64) * n_parts + 64);
           for (int q = 0; q < n_parts; ++q) {
             const int p = reverse ? n_parts - 1 - q : q;
             char* own = static_cast<char*>(all.data()) + p * ((scratch_bytes + 63) / 64 * 64);
-            run(*parts[p], c, own, all.data(), &state);
+            o.run(*parts[p], c, own, all.data(), &state);
           }
           EXPECT_EQ(state.parts_done, 0u);
           ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0)
@@ -486,48 +504,34 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
 // give C bitwise equal to the whole kernel's, for every transpose, with a bias and an
 // activation; nothing past C is written.
 TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
-  struct Shape6 {
-    int64_t m, n, k;
-    bool ta, tb, bias;
-    Activation act;
-  };
-  const Shape6 shapes[] = {{784, 256, 64, true, false, false, Activation::NONE},
-                           {300, 37, 70, false, false, true, Activation::RELU},
-                           {97, 45, 300, false, true, false, Activation::NONE},
-                           {130, 130, 33, true, true, true, Activation::TANH},
-                           {64, 256, 784, false, false, true, Activation::RELU},
-                           {40, 1100, 30, false, true, false, Activation::NONE}};
+  const DirectCase cases[] = {{784, 256, 64, true, false, false, false, Activation::NONE},
+                              {300, 37, 70, false, false, true, false, Activation::RELU},
+                              {97, 45, 300, false, true, false, false, Activation::NONE},
+                              {130, 130, 33, true, true, true, false, Activation::TANH},
+                              {64, 256, 784, false, false, true, false, Activation::RELU},
+                              {40, 1100, 30, false, true, false, false, Activation::NONE}};
   std::mt19937 rng(12);
-  std::uniform_real_distribution<float> real(-1.f, 1.f);
   for (Isa isa : jit_levels()) {
-    for (const Shape6& s : shapes) {
-      SCOPED_TRACE(fmt::format("m{} n{} k{} ta{} tb{} bias{} {} on {}", s.m, s.n, s.k, s.ta, s.tb, s.bias,
-                               activation_name(s.act), isa_name(isa)));
-      GemmJitDesc d;
-      d.op = "matmul";
-      d.m = s.m, d.n = s.n, d.k = s.k, d.trans_a = s.ta, d.trans_b = s.tb, d.bias = s.bias, d.act = s.act;
+    for (const DirectCase& s : cases) {
+      SCOPED_TRACE(s.str(isa));
+      const GemmJitDesc d = s.desc();
       KernelCache cache;
       auto whole = jit_gemm(d, isa, cache);
       ASSERT_TRUE(whole && whole.value()) << (whole ? "no kernel" : whole.status().message());
-      std::vector<float> a(s.m * s.k), b(s.k * s.n), bias(s.n), c0(s.m * s.n + 16);
-      for (auto* v : {&a, &b, &bias, &c0})
-        for (float& x : *v) x = real(rng);
+      const DirectOperands o(s, rng);
       const size_t scratch_bytes = (jit_gemm_scratch_bytes(d) + 63) / 64 * 64 + 64;
-      const void* in[] = {a.data(), b.data(), bias.data()};
       RunState state;
       auto run = [&](const JitKernel& k, std::vector<float>& c) {
         AlignedBuffer scratch(scratch_bytes);
-        void* out[] = {c.data()};
-        KernelArgs args{in, out, nullptr, nullptr, nullptr, 3, 1, scratch.data(), &state, scratch.data()};
-        k.fn()(&args);
+        o.run(k, c, scratch.data(), scratch.data(), &state);
       };
-      std::vector<float> want = c0;
+      std::vector<float> want = o.c0;
       run(*whole.value(), want);
-      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], c0[i]) << "guard " << i;
+      for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], o.c0[i]) << "guard " << i;
       for (int threads : {2, 3, 5}) {
         const int n_parts = jit_gemm_parts(d, isa, threads);
         ASSERT_GT(n_parts, 1) << threads << " threads";
-        std::vector<float> c = c0;
+        std::vector<float> c = o.c0;
         for (int q = n_parts - 1; q >= 0; --q) {
           const GemmJitDesc part = jit_gemm_part(d, isa, q, n_parts);
           EXPECT_EQ(part.m_end != 0, s.m >= s.n) << "rows split when M ≥ N";

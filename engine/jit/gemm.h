@@ -66,15 +66,14 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // Parallel parts: how many the product `d` is worth splitting into for `threads` threads on
 // `isa`. A GEMV whose B is large is summed in K segments (fixed by the shape, so that one
 // thread sums in the same order): its parts take consecutive segments, so that each streams
-// its own contiguous rows of B (halves of every row, as a split of N gives, measured half as
-// fast: the prefetcher fetches the other half too); the last part to finish adds the others'
-// sums into C. A tiled product with at least as many rows as columns splits M, so that each
-// part writes its own contiguous rows of C (the weight gradient an optimizer step then updates
-// in the same halves); other products split N into slices, each a multiple of the
-// micro-kernel width.
-// 1 for small products (B under 256 KiB for a K split, under 256 KFLOP for a GEMV split in N,
-// 1 MFLOP tiled) and for the dot kernel. Each element of C is computed exactly as by the whole
-// kernel.
+// its own contiguous rows of B (halves of every row, as a split of N gives, were slower: the
+// prefetcher fetches the other half too; README, Parallel parts); the last part to finish adds
+// the others' sums into C. A tiled product with at least as many rows as columns splits M, so
+// that each part writes its own contiguous rows of C (the weight gradient an optimizer step
+// then updates in the same halves); other products split N into slices, each a multiple of
+// the micro-kernel width. 1 for small products (B under 256 KiB for a K split, under 256 KFLOP
+// for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel. Each element of C is computed
+// exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's
 // scratch is at most jit_gemm_scratch_bytes(d); a K split's parts meet in part 0's

@@ -33,8 +33,9 @@ constexpr int S_STATE = 80;  // KernelArgs::state (a K split's part counter)
 constexpr int FRAME_BYTES = 96;
 
 constexpr int UNROLL = 4;  // k steps per micro-kernel loop iteration
-// The GEMV's: one row of B per iteration streamed B from L2 at 130–160 GB/s on a Zen 5, four
-// rows at 100–115 (the same instructions but for the pointer steps; measured, not understood).
+// The GEMV's: one row of B per iteration, since four rows took 7.2 µs for 1×784·784×256 on a
+// Zen 5 and one row 4.2–5.3 (BM_gemm_gemv_784x256_nnasm; the same instructions but for the
+// pointer steps: measured, not understood).
 constexpr int GEMV_UNROLL = 1;
 
 // A micro-kernel: mr rows × nv vectors, the last vector `lanes` wide, over kc steps of k.
@@ -253,7 +254,7 @@ void Gen::body_k_part() {
   const int S = p_.kseg;
   g_.mov(g_.qword[rsp + S_JC], 0);
   g_.mov(g_.qword[rsp + S_C], rC);
-  for (int b = p_.seg_begin; b < p_.seg_end; ++b) {
+  for (int b = p_.seg_begin(p_.k_part); b < p_.seg_begin(p_.k_part + 1); ++b) {
     g_.mov(g_.qword[rsp + S_PC], b * p_.kc);
     if (p_.k_part == 0) {
       g_.mov(r9d, b == 0 && !p_.accumulate ? 0 : 1);
@@ -282,8 +283,9 @@ void Gen::body_k_part() {
 //   vec(0)  one vector of C, the slots added in segment order, then activated
 //   vec(1..13)  the activation snippet's scratch;  AVX2 ymm14 a masked slot load
 //   r10 C at the row and column;  r11 the slots at the row and column;  rdi vector counter
-// Each element gets C + slot_chain_end + … + slot_kseg−1 left to right and then the activation:
-// the additions and the snippet the whole kernel's later K blocks and epilogue perform.
+// Each element gets C + the slots of segments seg_begin(1) … kseg−1 left to right and then the
+// activation: the additions and the snippet the whole kernel's later K blocks and epilogue
+// perform.
 void Gen::combine_slots() {
   const int64_t full = p_.n / p_.vlen;
   const int tail = static_cast<int>(p_.n % p_.vlen);
@@ -300,7 +302,7 @@ void Gen::combine_slots() {
     if (!masked) g_.vmovups(x, ptr[r10]);
     else if (avx512_) g_.vmovups(x | k1 | T_z, ptr[r10]);
     else g_.vmaskmovps(Ymm(0), Ymm(15), ptr[r10]);
-    for (int seg = p_.chain_end; seg < p_.kseg; ++seg) {
+    for (int seg = p_.seg_begin(1); seg < p_.kseg; ++seg) {
       const Address slot = ptr[r11 + seg * p_.slot_bytes];
       if (!masked) {
         g_.vaddps(x, x, slot);

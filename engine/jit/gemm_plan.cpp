@@ -128,9 +128,6 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
       if (p.kseg < d.k_parts || d.k_part < 0 || d.k_part >= d.k_parts) return false;
       p.k_part = d.k_part;
       p.k_parts = d.k_parts;
-      p.seg_begin = p.kseg * d.k_part / d.k_parts;
-      p.seg_end = p.kseg * (d.k_part + 1) / d.k_parts;
-      p.chain_end = p.kseg / d.k_parts;
     }
   } else if (d.k_parts > 1) {
     return false;  // only a GEMV is split along K
@@ -183,8 +180,9 @@ namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
 constexpr int64_t TILED_PART_FLOPS = int64_t(1) << 20;
 // A K split pays from 256 KiB of B (about 1.8 µs of streaming on one core): a parallel step's
-// hand-off costs about 0.7 µs on the 2-core machine we measure on (a cache line takes ~250 ns
-// from core to core), and the MLP's 128 KiB second layer ran slower split than whole.
+// hand-off costs about 0.8 µs on the 2-core machine we measure on (BM_threads_pool_empty_job;
+// a cache line's round trip between the cores 0.63 µs), and the MLP's 128 KiB second layer ran
+// slower split than whole.
 constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.

@@ -59,11 +59,13 @@ struct Plan {
   // each segment's sum is added to C in order: C = act((…((seg 0 + bias) + seg 1) + …) + seg
   // kseg−1), one thread or several alike.
   int kseg = 1;
-  // A parallel part of that sum (GemmJitDesc::k_parts > 1) takes segments [seg_begin, seg_end).
-  // Part 0 chains its segments into C; the others store each segment's sum in its slot of the
-  // shared scratch (slot s at s·slot_bytes, rows N floats apart), and the last part to finish
-  // adds slots [chain_end, kseg) into C in order and applies the activation.
-  int k_part = 0, k_parts = 1, seg_begin = 0, seg_end = 0, chain_end = 0;
+  // A parallel part of that sum (GemmJitDesc::k_parts > 1) takes segments [seg_begin(k_part),
+  // seg_begin(k_part + 1)). Part 0 chains its segments into C; the others store each segment's
+  // sum in its slot of the shared scratch (slot s at s·slot_bytes, rows N floats apart), and the
+  // last part to finish adds slots [seg_begin(1), kseg) into C in order and applies the
+  // activation.
+  int k_part = 0, k_parts = 1;
+  int seg_begin(int part) const { return kseg * part / k_parts; }
   int64_t slot_bytes = 0;
   // TILED and GEMV: a tile is up to mr_max rows × nvec vectors; NR = nvec·vlen columns.
   int nvec = 0, mr_max = 0;

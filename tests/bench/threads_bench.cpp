@@ -1,10 +1,16 @@
 // Parallel steps on the engine's own thread pool: the README's MLP (784-256-128-10) forward at
 // batch 1 and 64 and its training step at batch 64, the GEMV 1×784·784×256 and square SGEMM
 // (256, 512, 1024), each with 1 and 2 threads (the benchmark argument), measured in the same run.
-// oneDNN's SGEMM on 1 and 2 threads is BM_threads_sgemm_onednn (baselines_onednn.cpp).
+// oneDNN's SGEMM on 1 and 2 threads is BM_threads_sgemm_onednn (baselines_onednn.cpp). And
+// what every parallel step pays on this machine: a job of two empty tasks on the pool, and a
+// cache line's round trip between two threads.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <thread>
+
 #include "engine/optimizer.h"
+#include "engine/thread_pool.h"
 #include "tests/bench/bench_program.h"
 
 namespace nnasm {
@@ -73,6 +79,35 @@ void BM_threads_sgemm(benchmark::State& st) {
   st.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n * st.iterations(), benchmark::Counter::kIsRate,
                                              benchmark::Counter::kIs1000);
 }
+// The hand-off of one parallel step with nothing to do: publish, a worker claims its task,
+// the caller waits for it.
+void BM_threads_pool_empty_job(benchmark::State& st) {
+  ThreadPool pool(2);
+  for (auto _ : st) pool.run(2, [](void*, int) {}, nullptr);
+}
+// One thread writes a counter, the other answers on a second line: two line transfers.
+void BM_threads_cache_line_round_trip(benchmark::State& st) {
+  alignas(64) std::atomic<int64_t> ping{0};
+  alignas(64) std::atomic<int64_t> pong{0};
+  std::thread echo([&] {
+    for (int64_t seen = 0;;) {
+      const int64_t v = ping.load(std::memory_order_acquire);
+      if (v < 0) return;
+      if (v != seen) pong.store(seen = v, std::memory_order_release);
+    }
+  });
+  int64_t i = 0;
+  for (auto _ : st) {
+    ping.store(++i, std::memory_order_release);
+    while (pong.load(std::memory_order_acquire) != i) {
+    }
+  }
+  ping.store(-1, std::memory_order_release);
+  echo.join();
+}
+
+BENCHMARK(BM_threads_pool_empty_job)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_threads_cache_line_round_trip)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_forward_b1)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_forward_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_train_b64)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
