@@ -1,6 +1,7 @@
 // CONV2D beyond the parity and gradient tables: the generated kernels really run for the forward
 // pass and both gradient products at every JIT level, and the shell function's errors.
 #include <cmath>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -12,46 +13,80 @@
 namespace nnasm {
 namespace {
 
-TEST(Conv2d, GeneratedKernelsRunForwardAndBackward) {
+// At every JIT level: records a model whose output is "loss", makes it trainable (SGD),
+// prepares it, hands the executor to `check`, then runs a training step to a finite loss.
+void at_every_level(const std::function<void(Graph&)>& record, const std::function<void(Isa, const Executor&)>& check) {
   for (Isa isa : jit_levels()) {
     SCOPED_TRACE(isa_name(isa));
     Context ctx;
     ctx.set_jit(JitConfig{true, isa});
     Program p(ctx);
     Graph g(p);
-    Var x = g.input("x", {2, 1, 28, 28});
-    Var labels = g.input("labels", {2}, DType::I32);
-    Conv2dOptions o;
-    o.pad = {2, 2};
-    o.act = Activation::RELU;
-    Var c1 = conv2d(x, 6, {5, 5}, o);
-    o.pad = {0, 0};
-    o.stride = {2, 2};
-    Var c2 = conv2d(c1, 16, {5, 5}, o);
-    g.output(softmax_ce(linear(reshape(c2, {2, 16 * 12 * 12}), 10), labels), "loss");
+    record(g);
     ASSERT_TRUE(g.status()) << g.status().message();
     ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01)));
     auto ex = Executor::prepare(p);
     ASSERT_TRUE(ex) << ex.status().message();
-    int conv = 0;
-    const Program& run = ex.value()->program();
-    for (size_t i = 0; i < run.code().size(); ++i) {
-      const Opcode op = run.code()[i].op;
-      if (op != Opcode::CONV2D && op != Opcode::CONV2D_BWD_DATA && op != Opcode::CONV2D_BWD_WEIGHT) continue;
-      ++conv;
-      const std::string k = ex.value()->kernel_name(i);
-      EXPECT_NE(k.find("conv2d"), std::string::npos) << run.code()[i].info().mnemonic << ": " << k;
-      // Generated for this level or, for the direct weight gradient (ymm code at both levels,
-      // see ops/conv/conv_direct.h), for AVX2 under an AVX-512 cap; never above the cap.
-      EXPECT_TRUE(k.find(isa_name(isa)) != std::string::npos ||
-                  (isa == Isa::AVX512 && k.find("bwd_weight_direct__avx2") != std::string::npos))
-          << k;
-    }
-    // Two forward convolutions, two weight gradients, one data gradient (x needs none).
-    EXPECT_EQ(conv, 5);
+    check(isa, *ex.value());
     ex.value()->train_step();
     EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
   }
+}
+
+TEST(Conv2d, GeneratedKernelsRunForwardAndBackward) {
+  at_every_level(
+      [](Graph& g) {
+        Var x = g.input("x", {2, 1, 28, 28});
+        Var labels = g.input("labels", {2}, DType::I32);
+        Conv2dOptions o;
+        o.pad = {2, 2};
+        o.act = Activation::RELU;
+        Var c1 = conv2d(x, 6, {5, 5}, o);
+        o.pad = {0, 0};
+        o.stride = {2, 2};
+        Var c2 = conv2d(c1, 16, {5, 5}, o);
+        g.output(softmax_ce(linear(reshape(c2, {2, 16 * 12 * 12}), 10), labels), "loss");
+      },
+      [](Isa isa, const Executor& ex) {
+        int conv = 0;
+        const Program& run = ex.program();
+        for (size_t i = 0; i < run.code().size(); ++i) {
+          const Opcode op = run.code()[i].op;
+          if (op != Opcode::CONV2D && op != Opcode::CONV2D_BWD_DATA && op != Opcode::CONV2D_BWD_WEIGHT) continue;
+          ++conv;
+          const std::string k = ex.kernel_name(i);
+          EXPECT_NE(k.find("conv2d"), std::string::npos) << run.code()[i].info().mnemonic << ": " << k;
+          // Generated for this level or, for the direct weight gradient (ymm code at both levels,
+          // see ops/conv/conv_direct.h), for AVX2 under an AVX-512 cap; never above the cap.
+          EXPECT_TRUE(k.find(isa_name(isa)) != std::string::npos ||
+                      (isa == Isa::AVX512 && k.find("bwd_weight_direct__avx2") != std::string::npos))
+              << k;
+        }
+        // Two forward convolutions, two weight gradients, one data gradient (x needs none).
+        EXPECT_EQ(conv, 5);
+      });
+}
+
+// A depthwise convolution (stride 1) runs its own kernel forward and for the data gradient, at
+// every level; its weight gradient takes the general path.
+TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
+  at_every_level(
+      [](Graph& g) {
+        Conv2dOptions o;
+        o.pad = {1, 1};
+        o.act = Activation::RELU;
+        // The first layer gives the depthwise one an input gradient to compute.
+        Var c1 = conv2d(g.input("x", {2, 8, 12, 12}), 8, {3, 3}, o);
+        o.groups = 8;
+        g.output(reduce_mean(reshape(conv2d(c1, 8, {3, 3}, o), {2 * 8 * 12 * 12}), 0), "loss");
+      },
+      [](Isa, const Executor& ex) {
+        std::vector<std::string> depthwise;
+        for (size_t i = 0; i < ex.program().code().size(); ++i)
+          if (std::string(ex.kernel_name(i)).find("depthwise") != std::string::npos)
+            depthwise.push_back(ex.program().code()[i].info().mnemonic);
+        EXPECT_EQ(depthwise, (std::vector<std::string>{"CONV2D", "CONV2D_BWD_DATA"}));
+      });
 }
 
 TEST(Conv2d, ShellAndShapeErrorsNameTheProblem) {

@@ -518,6 +518,13 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 11, 13, 5, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1},    // stride 1 dilated: direct kernels both ways
       {1, 7, 9, 37, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},    // channel blocks and a row of 4 vectors and a tail
       {1, 2, 6, 6, 3, 3, 3, {1, 1}, {3, 3}, {1, 1}, 1},      // padded past the kernel: no direct data gradient
+      // The depthwise kernel: two images, a row of 3 / 5 vectors with a tail; 5×5 taps (weights
+      // broadcast per tap) over rows enough for its row loop; dilated rows, unequal padding;
+      // no padding; a 70-wide row in two column blocks.
+      {2, 5, 9, 37, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5},
+      {1, 3, 21, 19, 3, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3},
+      {1, 4, 13, 11, 4, 3, 3, {1, 1}, {2, 0}, {2, 1}, 4},
+      {1, 2, 30, 70, 2, 3, 3, {1, 1}, {0, 0}, {1, 1}, 2},
   };
   return cases;
 }

@@ -270,6 +270,8 @@ TEST(ParallelSteps, SingleImageConvSplitsItsChannels) {
         o.pad = {1, 1};
         o.act = Activation::RELU;
         g.output(conv2d(g.input("x", {1, 16, 37, 29}), 27, {3, 3}, o), "y");
+        o.groups = 96;  // depthwise
+        g.output(conv2d(g.input("d", {1, 96, 48, 45}), 96, {3, 3}, o), "dw");
       },
       false);
 }

@@ -27,6 +27,12 @@ Address VecGen::pool_entry(size_t offset) const { return g.ptr[g.rip + pool_ + s
 
 Address VecGen::cst_bits(uint32_t bits) { return pool_entry(intern(std::vector<uint32_t>(16, bits))); }
 
+Address VecGen::lane_mask(uint32_t bits) {
+  std::vector<uint32_t> words(16, 0);
+  for (int l = 0; l < 16; ++l) words[l] = bits >> l & 1 ? 0xffffffffu : 0;
+  return pool_entry(intern(words));
+}
+
 Address VecGen::cst(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, 4);

@@ -43,6 +43,9 @@ class VecGen {
   // serves ymm and zmm). Equal bit patterns share one entry. The pool is written by finish().
   Xbyak::Address cst(float v);
   Xbyak::Address cst_bits(uint32_t bits);
+  // A vector whose lane l is all-ones where bit l of `bits` is set, else zero: an AVX2 mask for
+  // vmaskmovps (AVX-512 code uses opmasks instead).
+  Xbyak::Address lane_mask(uint32_t bits);
   // Emits the pool. Call once, after the code (after the Frame has emitted its `ret`).
   void finish();
 

@@ -13,7 +13,10 @@
 // Kernels    both: per image and group, im2col (ops/conv/conv_geom.h; skipped for a 1×1, stride 1,
 //            unpadded kernel, where x is already the matrix) then W_g·cols.
 //            reference: bias broadcast, ops/linalg/gemm.h's GEMM accumulates, then the activation.
-//            JIT, stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
+//            JIT, depthwise (groups = C = O), stride 1: the depthwise kernel (ops/conv/
+//            conv_depthwise.h: reads x in place, masked loads instead of padding, rows × vectors
+//            of one channel in registers over the taps), `f32_conv2d_depthwise_bias__avx512_8x2`.
+//            JIT, other stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
 //            image, output channels × columns held in registers over channels and taps, bias and
 //            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.
 //            JIT, other strides: a bound kernel (engine/jit/kernel.h) runs im2col in C++ and calls the generated

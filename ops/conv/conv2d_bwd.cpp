@@ -16,7 +16,9 @@
 //            gradient's accumulates into dW (beta = 1) image after image, so the sum order is
 //            fixed: one part. The data gradient splits its images into parallel parts; at stride 1
 //            (padding at most (k − 1)·d) it is the direct kernel of ops/conv/conv_direct.h run
-//            on dy with the weights flipped, `f32_conv2d_bwd_data_direct__avx2_6x2`, and the weight
+//            on dy with the weights flipped, `f32_conv2d_bwd_data_direct__avx2_6x2` (depthwise:
+//            the depthwise kernel of ops/conv/conv_depthwise.h the same way,
+//            `f32_conv2d_bwd_data_depthwise__avx512_8x2`), and the weight
 //            gradient a direct kernel too (`f32_conv2d_bwd_weight_direct__avx2_2x5`: a vector of
 //            partial sums per weight over every image, summed at the end in a fixed order).
 #include <cstring>

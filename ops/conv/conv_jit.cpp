@@ -10,6 +10,7 @@
 #include "engine/jit/act_snippet.h"
 #include "engine/jit/elementwise.h"
 #include "engine/jit/gemm.h"
+#include "ops/conv/conv_depthwise.h"
 #include "ops/conv/conv_direct.h"
 
 namespace nnasm {
@@ -25,7 +26,7 @@ struct ConvKernel {
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
-  KernelFn direct = nullptr;    // the direct kernel (conv_direct.h) instead of im2col + GEMM
+  KernelFn direct = nullptr;    // the direct or depthwise kernel (conv_direct.h, conv_depthwise.h) instead of im2col + GEMM
   DirectConv dc{};               // its geometry: forward as g; data gradient with g's roles swapped
   std::vector<std::shared_ptr<const JitKernel>> keep;
 };
@@ -45,10 +46,26 @@ DirectConv direct_geometry(const ConvGeom& g, ConvPass pass, int lanes = 8) {
   return d;
 }
 
-// A single image's forward pass on the direct kernel splits its output channels into the parts
-// instead of its images (each output element is summed in the same order either way).
+// The data gradient of a depthwise convolution is the depthwise convolution of dy with the
+// weights flipped in space, padded by (k − 1)·d − p (stride 1), which the depthwise kernel takes.
+ConvGeom depthwise_data_geometry(const ConvGeom& g) {
+  ConvGeom t = g;
+  t.h = g.ho, t.w = g.wo, t.ho = g.h, t.wo = g.w;
+  t.ph = (g.kh - 1) * g.dh - g.ph, t.pw = (g.kw - 1) * g.dw - g.pw;
+  return t;
+}
+
+bool depthwise(const ConvGeom& g, ConvPass pass) {
+  if (pass == ConvPass::FORWARD) return depthwise_applies(g);
+  return pass == ConvPass::BACKWARD_DATA && depthwise_applies(g) && depthwise_applies(depthwise_data_geometry(g));
+}
+
+// A single image's forward pass on the direct or depthwise kernel splits its output channels
+// into the parts instead of its images (each output element is summed in the same order either
+// way).
 bool split_channels(const ConvGeom& g, ConvPass pass) {
-  return pass == ConvPass::FORWARD && g.n == 1 && g.groups == 1 && direct_conv_applies(g);
+  return pass == ConvPass::FORWARD && g.n == 1 &&
+         ((g.groups == 1 && direct_conv_applies(g)) || depthwise(g, pass));
 }
 
 // Calls a generated kernel the drivers hold on one output (a GEMM, a direct convolution, an
@@ -74,6 +91,30 @@ void forward_direct(const KernelArgs* a, const void* data) {
       const int64_t o = grp * g.og() + k.o0;
       call(k.direct, {xp, w + o * g.k(), b ? b + o : nullptr}, y + n * out_image + o * g.p());
     }
+}
+
+// Channels [o0, o0 + the kernel's count) of images [n0, n1), straight from x into y.
+void forward_depthwise(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]) + k.o0 * g.h * g.w;
+  const float* w = static_cast<const float*>(a->in[1]) + k.o0 * g.kh * g.kw;
+  const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
+  float* y = static_cast<float*>(a->out[0]) + k.o0 * g.p();
+  for (int64_t n = k.n0; n < k.n1; ++n) call(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
+}
+
+// dx of images [n0, n1): dy convolved with the flipped weights (in the scratch).
+void backward_data_depthwise(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* dy = static_cast<const float*>(a->in[0]);
+  const float* w = static_cast<const float*>(a->in[1]);
+  float* dx = static_cast<float*>(a->out[0]);
+  float* wt = static_cast<float*>(a->scratch);
+  for (int64_t c = 0; c < g.c; ++c)
+    for (int64_t t = 0; t < g.kh * g.kw; ++t) wt[c * g.kh * g.kw + t] = w[c * g.kh * g.kw + g.kh * g.kw - 1 - t];
+  for (int64_t n = k.n0; n < k.n1; ++n) call(k.direct, {dy + n * g.o * g.p(), wt}, dx + n * g.c * g.h * g.w);
 }
 
 // dw from per-weight vector sums over every image (fixed order: images, then the 8 lanes).
@@ -239,6 +280,7 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
+  if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
   size_t direct = 0;
   // The scratch hook does not know the level: rows padded for the wider vectors.
   if (pass == ConvPass::FORWARD && direct_conv_applies(g))
@@ -269,6 +311,25 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                       static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
                                       g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
                                       r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
+  if (depthwise(g, pass)) {
+    const bool fwd = pass == ConvPass::FORWARD;
+    if (by_channel) k->o0 = g.o * r.part / r.n_parts;
+    DepthwiseConv d = depthwise_geometry(fwd ? g : depthwise_data_geometry(g),
+                                         by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.c);
+    if (fwd) {
+      d.bias = k->bias;
+      d.act = static_cast<Activation>(r.ins.i(CONV_ACT));
+      d.act_alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+    }
+    Result<std::shared_ptr<const JitKernel>> kernel = depthwise_kernel(d, r.isa, cache);
+    if (!kernel || !kernel.value()) return kernel;
+    k->direct = kernel.value()->fn();
+    k->keep.push_back(kernel.value());
+    const std::string name = fwd ? kernel.value()->name() : "f32_conv2d_bwd_data" + kernel.value()->name().substr(10);
+    return cache.get(key, [&] {
+      return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
+    });
+  }
   if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
     k->dc = direct_geometry(g, pass, r.isa == Isa::AVX512 ? 16 : 8);
     if (by_channel) {
