@@ -2,6 +2,7 @@
 // calling convention. Kernels take `const KernelArgs*` (the same convention the JIT will use):
 // operand pointers, operand types and the instruction (for immediates), all resolved at prepare.
 #pragma once
+#include <initializer_list>
 #include <vector>
 
 #include "engine/jit/kernel.h"
@@ -41,6 +42,14 @@ struct KernelArgs {
   // finishes last; the step's own scratch when it runs as one part.
   void* shared;
 };
+
+// Calls a generated kernel that a bound kernel's driver holds (engine/jit/kernel.h): inputs in
+// order, one output, no types or instruction (generated code reads neither). Does not allocate.
+inline void call_kernel(KernelFn fn, std::initializer_list<const void*> in, void* out, void* scratch = nullptr) {
+  void* outs[] = {out};
+  const KernelArgs args{in.begin(), outs, nullptr, nullptr, nullptr, static_cast<int>(in.size()), 1, scratch, nullptr, scratch};
+  fn(&args);
+}
 
 using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
 // Requires: operands match the types shape inference produced. Outputs do not overlap inputs or

@@ -13,7 +13,7 @@ struct BnCase {
 
 inline std::vector<BnCase> bn_cases() {
   return {{{2, 3, 4, 5}, -2, 2},  {{1, 7, 15}, 1, 3},    {{16, 17}, -1, 1},      {{3, 33, 2, 2}, -2, 2},
-          {{1, 1, 1, 1}, -2, 2},  {{2, 16, 1, 1}, 0, 4}, {{4, 8, 10, 13}, -3, 1}};
+          {{1, 1, 1, 1}, -2, 2},  {{2, 16, 1, 1}, 0, 4}, {{4, 8, 10, 13}, -3, 1}, {{2, 3, 7, 9}, -1, 3}};
 }
 
 // Per channel of x (rank ≥ 2, channels on axis 1): values M, mean and biased variance, in double.

@@ -68,14 +68,6 @@ bool split_channels(const ConvGeom& g, ConvPass pass) {
          ((g.groups == 1 && direct_conv_applies(g)) || depthwise(g, pass));
 }
 
-// Calls a generated kernel the drivers hold on one output (a GEMM, a direct convolution, an
-// epilogue): inputs in order, no types or instruction (generated code reads neither).
-void call(KernelFn fn, std::initializer_list<const void*> in, void* out, void* scratch = nullptr) {
-  void* outs[] = {out};
-  const KernelArgs args{in.begin(), outs, nullptr, nullptr, nullptr, static_cast<int>(in.size()), 1, scratch, nullptr, scratch};
-  fn(&args);
-}
-
 void forward_direct(const KernelArgs* a, const void* data) {
   const ConvKernel& k = *static_cast<const ConvKernel*>(data);
   const ConvGeom& g = k.g;
@@ -89,7 +81,7 @@ void forward_direct(const KernelArgs* a, const void* data) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
       const int64_t o = grp * g.og() + k.o0;
-      call(k.direct, {xp, w + o * g.k(), b ? b + o : nullptr}, y + n * out_image + o * g.p());
+      call_kernel(k.direct, {xp, w + o * g.k(), b ? b + o : nullptr}, y + n * out_image + o * g.p());
     }
 }
 
@@ -101,7 +93,7 @@ void forward_depthwise(const KernelArgs* a, const void* data) {
   const float* w = static_cast<const float*>(a->in[1]) + k.o0 * g.kh * g.kw;
   const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
   float* y = static_cast<float*>(a->out[0]) + k.o0 * g.p();
-  for (int64_t n = k.n0; n < k.n1; ++n) call(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
+  for (int64_t n = k.n0; n < k.n1; ++n) call_kernel(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
 }
 
 // dx of images [n0, n1): dy convolved with the flipped weights (in the scratch).
@@ -114,7 +106,7 @@ void backward_data_depthwise(const KernelArgs* a, const void* data) {
   float* wt = static_cast<float*>(a->scratch);
   for (int64_t c = 0; c < g.c; ++c)
     for (int64_t t = 0; t < g.kh * g.kw; ++t) wt[c * g.kh * g.kw + t] = w[c * g.kh * g.kw + g.kh * g.kw - 1 - t];
-  for (int64_t n = k.n0; n < k.n1; ++n) call(k.direct, {dy + n * g.o * g.p(), wt}, dx + n * g.c * g.h * g.w);
+  for (int64_t n = k.n0; n < k.n1; ++n) call_kernel(k.direct, {dy + n * g.o * g.p(), wt}, dx + n * g.c * g.h * g.w);
 }
 
 // dw from per-weight vector sums over every image (fixed order: images, then the 8 lanes).
@@ -131,7 +123,7 @@ void backward_weight_direct(const KernelArgs* a, const void* data) {
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
-      call(k.direct, {xp, dy + n * out_image + grp * g.og() * g.p()}, sums + grp * g.og() * g.k() * 8);
+      call_kernel(k.direct, {xp, dy + n * out_image + grp * g.og() * g.p()}, sums + grp * g.og() * g.k() * 8);
     }
   for (int64_t e = 0; e < g.o * g.k(); ++e) {
     const float* l = sums + e * 8;
@@ -159,7 +151,7 @@ void backward_data_direct(const KernelArgs* a, const void* data) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       direct_conv_pad(k.dc, dy + n * out_image + grp * g.og() * g.p(), g.ho, g.wo, (g.kh - 1) * g.dh - g.ph,
                       (g.kw - 1) * g.dw - g.pw, dyp);
-      call(k.direct, {dyp, wt + grp * g.k() * g.og()}, dx + n * image + grp * g.cg() * g.h * g.w);
+      call_kernel(k.direct, {dyp, wt + grp * g.k() * g.og()}, dx + n * image + grp * g.cg() * g.h * g.w);
     }
 }
 
@@ -197,9 +189,9 @@ void forward(const KernelArgs* a, const void* data) {
         im2col(g, x + n * image, grp, cols);
         m = cols;
       }
-      call(k.gemm, {w + grp * g.og() * g.k(), m}, yn + grp * g.og() * g.p(), gemm_scratch);
+      call_kernel(k.gemm, {w + grp * g.og() * g.k(), m}, yn + grp * g.og() * g.p(), gemm_scratch);
     }
-    if (k.epilogue) call(k.epilogue, {yn, k.bias ? a->in[2] : nullptr}, yn);
+    if (k.epilogue) call_kernel(k.epilogue, {yn, k.bias ? a->in[2] : nullptr}, yn);
   }
 }
 
@@ -216,7 +208,7 @@ void backward_data(const KernelArgs* a, const void* data) {
   for (int64_t n = k.n0; n < k.n1; ++n) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       float* dst = g.pointwise() ? dx + n * image + grp * g.cg() * g.h * g.w : cols;
-      call(k.gemm, {w + grp * g.og() * g.k(), dy + n * out_image + grp * g.og() * g.p()}, dst, gemm_scratch);
+      call_kernel(k.gemm, {w + grp * g.og() * g.k(), dy + n * out_image + grp * g.og() * g.p()}, dst, gemm_scratch);
       if (!g.pointwise()) col2im_add(g, cols, grp, dx + n * image);
     }
   }
@@ -239,7 +231,7 @@ void backward_weight(const KernelArgs* a, const void* data) {
         im2col(g, x + n * image, grp, cols);
         m = cols;
       }
-      call(k.gemm, {dy + n * out_image + grp * g.og() * g.p(), m}, dw + grp * g.og() * g.k(), gemm_scratch);
+      call_kernel(k.gemm, {dy + n * out_image + grp * g.og() * g.p(), m}, dw + grp * g.og() * g.k(), gemm_scratch);
     }
   }
 }

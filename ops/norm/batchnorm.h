@@ -61,6 +61,11 @@ inline void bn_stats(const float* x, const BnGeom& g, int64_t ch, bool training,
   }
 }
 
+// The JIT kernels of BATCHNORM2D (backward_pass false) and BATCHNORM2D_BWD, and the scratch
+// both need (ops/norm/batchnorm_jit.cpp). A null kernel for an empty x.
+Result<std::shared_ptr<const JitKernel>> bn_jit(const JitRequest& r, KernelCache& cache, bool backward_pass);
+size_t bn_jit_scratch(const Instruction& ins, const TensorType* in, const TensorType* out);
+
 // Input k of a kernel's arguments as floats.
 inline const float* bn_in(const KernelArgs* a, int k) { return static_cast<const float*>(a->in[k]); }
 

@@ -12,9 +12,10 @@
 //            differentiates through the batch statistics (recomputed from x, so the listing keeps
 //            one output and nothing extra is saved), inference is the per-channel affine map.
 //            No gradient with respect to rμ, rσ² (state, not trained).
-// Kernels    reference only: per channel two passes for the statistics (double sums) and one
-//            for y = (x − μ)·s + β with s = γ·r per channel; the work is a few memory-bound passes that do
-//            not yet pay for a generated kernel.
+// Kernels    reference: per channel two passes for the statistics (double sums) and one for
+//            y = (x − μ)·s + β with s = γ·r per channel. JIT (ops/norm/batchnorm_jit.cpp,
+//            `f32_batchnorm2d__avx512`): the same passes, the sums in double vectors, the map one
+//            elementwise kernel over the whole tensor; one part.
 // Notes      In-place update of the running statistics: the listing form has one output
 //            (`BATCHNORM2D %x, @g, @b, @rm, @rv -> %y eps=1e-05 momentum=0.1`), so rμ and rσ²
 //            are inputs the op writes when training, not outputs. The opcode says so with
@@ -105,7 +106,8 @@ Status batchnorm2d_grad(GradBuilder& b, const Instruction& ins, const std::vecto
 }  // namespace
 
 OpHooks op_hooks_BATCHNORM2D() {
-  OpHooks h{batchnorm2d_shape, batchnorm2d_ref, nullptr, batchnorm2d_grad};
+  OpHooks h{batchnorm2d_shape, batchnorm2d_ref, bn_jit_scratch, batchnorm2d_grad};
+  h.jit = [](const JitRequest& r, KernelCache& cache) { return bn_jit(r, cache, false); };
   h.state_inputs = 1u << 3 | 1u << 4;
   return h;
 }

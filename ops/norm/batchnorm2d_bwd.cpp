@@ -10,8 +10,10 @@
 // Outputs    dx: like x; dγ, dβ: f32[C].
 // Immediates eps, as the forward's.
 // Gradient   none (second derivatives of batch normalization are not supported).
-// Kernels    reference only: per channel the statistics pass (shared with the forward,
-//            ops/norm/batchnorm.h), one pass for Σ dy and Σ dy·x̂, one for dx.
+// Kernels    reference: per channel the statistics pass (shared with the forward,
+//            ops/norm/batchnorm.h), one pass for Σ dy and Σ dy·x̂, one for dx. JIT
+//            (ops/norm/batchnorm_jit.cpp, `f32_batchnorm2d_bwd__avx512`): the same passes, the
+//            sums in double vectors, dx one elementwise kernel over the whole tensor; one part.
 // Notes      One op rather than a dozen forward ops: the sums and dx need the same statistics,
 //            which the forward does not save (its listing form keeps one output), so one kernel
 //            recomputes them once. The mode comes from the run, as the forward's does.
@@ -73,6 +75,10 @@ void batchnorm2d_bwd_ref(const KernelArgs* a) {
 
 }  // namespace
 
-OpHooks op_hooks_BATCHNORM2D_BWD() { return {batchnorm2d_bwd_shape, batchnorm2d_bwd_ref}; }
+OpHooks op_hooks_BATCHNORM2D_BWD() {
+  OpHooks h{batchnorm2d_bwd_shape, batchnorm2d_bwd_ref, bn_jit_scratch};
+  h.jit = [](const JitRequest& r, KernelCache& cache) { return bn_jit(r, cache, true); };
+  return h;
+}
 
 }  // namespace nnasm
