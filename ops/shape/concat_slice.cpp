@@ -9,7 +9,8 @@
 //            follow Python: negative counts from the end, out-of-range values clamp; the slice
 //            must not be empty.
 // Gradient   CONCAT: a SLICE of dy per input. SLICE: dy PADded with zeros back to x's shape.
-// Kernels    row copies (memcpy per outer index).
+// Kernels    row copies (memcpy per outer index). No JIT: the work is the copies, which run at
+//            memory bandwidth already; a generated kernel would only save the memcpy calls.
 #include <algorithm>
 #include <cstring>
 

@@ -6,7 +6,8 @@
 // Immediates shape: ints, required; x must broadcast to it exactly (trailing dimensions aligned,
 //            each equal or 1 in x).
 // Gradient   dy summed over the stretched dimensions.
-// Kernels    reference: row copies through the broadcast walk.
+// Kernels    reference: row copies through the broadcast walk. No JIT: copies only (a broadcast
+//            operand of an elementwise op never needs EXPAND: the generator broadcasts in place).
 #include "ops/elementwise/broadcast.h"
 #include "ops/op.h"
 
