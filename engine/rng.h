@@ -15,10 +15,12 @@ class Rng {
   // the result. Counter-based draws (DROPOUT's mask: element i's bits are mix(stream + i·GOLDEN))
   // use it directly, so any element can be drawn without the ones before it.
   static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z = (z ^ (z >> 30)) * MIX_MUL1;
+    z = (z ^ (z >> 27)) * MIX_MUL2;
     return z ^ (z >> 31);
   }
+  // mix's multipliers, named for the generated code that computes it (ops/random/dropout_jit.cpp).
+  static constexpr uint64_t MIX_MUL1 = 0xbf58476d1ce4e5b9ULL, MIX_MUL2 = 0x94d049bb133111ebULL;
   static constexpr uint64_t GOLDEN = 0x9e3779b97f4a7c15ULL;
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "engine/optimizer.h"
 #include "engine/thread_pool.h"
@@ -304,6 +305,23 @@ TEST(ParallelSteps, BigElementwiseOpsAreBitwiseTheSame) {
         g.output(gelu(sigmoid(flat)) * 2.f, "f");
       },
       false);
+}
+
+// A training dropout big enough to split: each part draws from its own first element, so the
+// masks (and the redrawn backward mask) are the same for any split.
+TEST(ParallelSteps, DropoutIsBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program& p, Graph& g) {
+        Var x = g.input("x", {300, 1001});
+        Var y = dropout(x, 0.4f);
+        g.output(y, "y");
+        g.output(dropout(g.input("flat", {200003}), 0.7f), "f");
+        p.set_training(true);
+        Var s = reduce_sum(reshape(y, {300 * 1001}), 0);
+        g.output(s, "s");
+        ASSERT_TRUE(grad(p, s.id(), {x.id()}));
+      },
+      true);
 }
 
 }  // namespace

@@ -25,7 +25,22 @@ size_t VecGen::intern(const std::vector<uint32_t>& words) {
 
 Address VecGen::pool_entry(size_t offset) const { return g.ptr[g.rip + pool_ + static_cast<int64_t>(offset)]; }
 
-Address VecGen::cst_bits(uint32_t bits) { return pool_entry(intern(std::vector<uint32_t>(16, bits))); }
+Address VecGen::cst_bits(uint32_t bits) { return cst_u32({bits}); }
+
+Address VecGen::cst_u32(const std::vector<uint32_t>& words) {
+  std::vector<uint32_t> entry(16);
+  for (size_t l = 0; l < 16; ++l) entry[l] = words[l % words.size()];
+  return pool_entry(intern(entry));
+}
+
+Address VecGen::cst_u64(const std::vector<uint64_t>& lanes) {
+  std::vector<uint32_t> entry(16);
+  for (size_t l = 0; l < 8; ++l) {
+    entry[2 * l] = static_cast<uint32_t>(lanes[l % lanes.size()]);
+    entry[2 * l + 1] = static_cast<uint32_t>(lanes[l % lanes.size()] >> 32);
+  }
+  return pool_entry(intern(entry));
+}
 
 Address VecGen::lane_mask(uint32_t bits) {
   std::vector<uint32_t> words(16, 0);

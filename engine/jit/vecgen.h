@@ -43,6 +43,11 @@ class VecGen {
   // serves ymm and zmm). Equal bit patterns share one entry. The pool is written by finish().
   Xbyak::Address cst(float v);
   Xbyak::Address cst_bits(uint32_t bits);
+  // Integer entries: sixteen 32-bit lanes, lane l holding words[l % words.size()], or eight
+  // 64-bit lanes, lane l holding lanes[l % lanes.size()] (permute indices, 64-bit multipliers
+  // and counters). Require a size that divides 16 (8).
+  Xbyak::Address cst_u32(const std::vector<uint32_t>& words);
+  Xbyak::Address cst_u64(const std::vector<uint64_t>& lanes);
   // A vector whose lane l is all-ones where bit l of `bits` is set, else zero: an AVX2 mask for
   // vmaskmovps (AVX-512 code uses opmasks instead).
   Xbyak::Address lane_mask(uint32_t bits);
