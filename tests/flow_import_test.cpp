@@ -296,6 +296,38 @@ TEST(FlowImport, TransposeAndReductions) {
   expect_close(m->get("m"), {*std::max_element(x.begin(), x.end())}, "m");
 }
 
+// The shape ops one after the other, as a real model chains them; the op left out (Erf) makes its
+// input an output.
+TEST_P(FlowVersions, ShapeOpsChainAndTheOpLeftOutExposesItsInput) {
+  const std::vector<float> table = {10, -20, 30, 0.5f};
+  auto m = import_flow(flow_bytes(flow_shapes_spec(GetParam(), table)));
+  ASSERT_TRUE(m->status) << m->status.message();
+  EXPECT_EQ(m->report.problems, (std::vector<std::string>{"op 'odd' (type Erf): not supported"}));
+  EXPECT_EQ(m->report.imported, 7u);
+  EXPECT_EQ(output_names(m->p), (std::vector<std::string>{"rows", "top", "copy"}));
+  const std::vector<float> x = random_values(6, 16);
+  m->set("x", x);
+  m->ex->run();
+  // xr is xᵀ [3,2] reshaped to [2,3]: element k of it is xᵀ[k / 2][k % 2] = x[k % 2][k / 2].
+  std::vector<double> rows(2, 0);
+  double top = -INFINITY;
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      const int k = r * 3 + c;
+      const double v = x[(k % 2) * 3 + k / 2];
+      rows[r] += v;
+      top = std::max(top, v);
+    }
+    for (int c = 0; c < 2; ++c) {
+      rows[r] += table[r * 2 + c];
+      top = std::max(top, double(table[r * 2 + c]));
+    }
+  }
+  expect_close(m->get("rows"), rows, "rows");
+  expect_close(m->get("copy"), rows, "copy");
+  expect_close(m->get("top"), {top}, "top");
+}
+
 // Reference stands for a weight it names (in Myelin, of another cell); Identity copies.
 TEST(FlowImport, ReferenceAndIdentity) {
   for (int version : {4, 5}) {

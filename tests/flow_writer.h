@@ -184,4 +184,41 @@ inline FlowSpec flow_mlp_spec(int version, const std::vector<float>& w0, const s
   return f;
 }
 
+// Every shape op of the importer in one function, for the tests and the seeds: x [2,3] is
+// transposed ("perm" attribute), reshaped back (an int32 shape input), joined by ConcatV2 with a
+// constant `table` [2,2] it reaches through a Reference, summed along axis 1 ("rows"), its
+// maximum taken over everything ("top", a scalar), the row sums copied by Identity ("copy") and
+// passed to Erf, which nnasm has no op for.
+inline FlowSpec flow_shapes_spec(int version, const std::vector<float>& table) {
+  FlowSpec f;
+  f.version = version;
+  f.vars = {
+      {"instance", "resource", {}, "", FLOW_SPEC_REF},
+      {"x", "float32", {2, 3}},
+      {"xt", "float32", {3, 2}},
+      {"shape", "int32", {2}, i32_bytes({2, 3})},
+      {"xr", "float32", {2, 3}},
+      {"table", "float32", {2, 2}, f32_bytes(table)},
+      {"tref", "float32", {2, 2}, "", FLOW_SPEC_REF},
+      {"axis", "int32", {}, i32_bytes({1})},
+      {"cat", "float32", {2, 5}},
+      {"rows", "float32", {2}},
+      {"top", "float32", {}},
+      {"copy", "float32", {2}},
+      {"odd", "float32", {2}},
+  };
+  f.ops = {
+      {"xt", "Transpose", {"x"}, {"xt"}, {{"perm", "1,0"}}},
+      {"xr", "Reshape", {"xt", "shape"}, {"xr"}, {}},
+      {"tref", "Reference", {"instance"}, {"tref"}, {{"var", "table"}}},
+      {"cat", "ConcatV2", {"xr", "tref", "axis"}, {"cat"}, {{"N", "2"}}},
+      {"rows", "Sum", {"cat"}, {"rows"}, {{"axis", "1"}}},
+      {"top", "Max", {"cat"}, {"top"}, {}},
+      {"copy", "Identity", {"rows"}, {"copy"}, {}},
+      {"odd", "Erf", {"rows"}, {"odd"}, {}},
+  };
+  f.funcs = {{"shapes", {"xt", "xr", "tref", "cat", "rows", "top", "copy", "odd"}}};
+  return f;
+}
+
 }  // namespace nnasm

@@ -67,7 +67,6 @@ std::string flow_shape_text(const std::vector<int64_t>& shape);
 constexpr size_t FLOW_NONE = static_cast<size_t>(-1);
 
 struct FlowVariable {
-  uint64_t at = 0;  // byte offset of its record, for messages
   uint32_t flags = 0;
   std::string name;
   std::vector<std::string> aliases;
@@ -80,7 +79,6 @@ struct FlowVariable {
 };
 
 struct FlowOperation {
-  uint64_t at = 0;
   uint32_t flags = 0;
   std::string name, type;
   std::vector<size_t> inputs, outputs;  // variable indices
@@ -89,7 +87,6 @@ struct FlowOperation {
 };
 
 struct FlowFunction {
-  uint64_t at = 0;
   uint32_t flags = 0;
   std::string name;
   std::vector<size_t> ops;  // operation indices, in the order the file lists them
@@ -127,11 +124,12 @@ struct Flow {
 // Reads the flow file image `bytes` into `out` (which it replaces). `what` names the file in
 // messages, which read "WHAT: byte N: error: PART: ..." with N the offset of the offending field
 // and PART what was being read ("variable 3 ('w'): shape"). Every count, length and size is
-// checked against the bytes that remain before anything is allocated for it; a data size must be
-// the variable's element size times its element count (when its type has a fixed size and its
-// shape no batch dimension). Errors: bad magic, a version other than 3-6, an unknown dtype, a
-// negative count or dimension below -1, a name that resolves to nothing, bytes left after the
-// blobs. Requires: `bytes` outlives `out` (data and blobs point into it). Thread-safe.
+// checked against the bytes that remain before anything is allocated for it; data must be the
+// variable's element size times its element count (for the types with a fixed size), so a
+// variable with data cannot have a batch dimension. Errors: bad magic, a version other than 3-6,
+// an unknown dtype, a negative count or dimension below -1, a name that resolves to nothing, bytes
+// left after the blobs. Requires: `bytes` outlives `out` (data and blobs point into it).
+// Thread-safe.
 Status flow_read(std::string_view bytes, const std::string& what, Flow* out);
 
 }  // namespace nnasm

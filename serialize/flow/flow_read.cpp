@@ -195,7 +195,6 @@ Status read_head(Reader& r, int version, const char* kind, size_t index, uint32_
 
 Status read_variable(Reader& r, int version, size_t index, Flow* f) {
   FlowVariable& var = f->vars[index];
-  var.at = r.offset();
   NNASM_TRY(read_head(r, version, "variable", index, &var.flags, &var.name));
   size_t n = 0;
   NNASM_TRY(r.count(&n, kStrBytes, "alias count"));
@@ -227,7 +226,6 @@ Status read_variable(Reader& r, int version, size_t index, Flow* f) {
 Status read_operation(Reader& r, int version, size_t index, Flow* f,
                       std::unordered_map<std::string, size_t>* op_names) {
   FlowOperation& op = f->ops[index];
-  op.at = r.offset();
   NNASM_TRY(read_head(r, version, "operation", index, &op.flags, &op.name));
   NNASM_TRY(r.str(&op.type, "type"));
   auto var = [f](const std::string& name) { return f->find_var(name); };
@@ -291,7 +289,6 @@ Status read_flow(Reader& r, Flow* f) {
   };
   for (size_t k = 0; k < n; ++k) {
     FlowFunction& fn = f->funcs[k];
-    fn.at = r.offset();
     NNASM_TRY(read_head(r, version, "function", k, &fn.flags, &fn.name));
     NNASM_TRY(r.names(&fn.ops, "operation count", "operation", op));
   }
