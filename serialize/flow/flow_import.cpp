@@ -389,15 +389,16 @@ static Result<size_t> sole_output(FlowImporter& imp, const FlowOperation& op) {
   if (op.outputs.size() != 1) return Status::errorf("has {} outputs; its mapping makes one", op.outputs.size());
   const size_t v = op.outputs[0];
   const FlowVarState& st = imp.var(v);
-  if (st.producer == FLOW_NONE || &imp.flow().ops[st.producer] != &op)
+  if (st.producer != FLOW_NONE && &imp.flow().ops[st.producer] != &op)
     return Status::errorf("output {} is computed by operation {} already", flow_quote(imp.flow().vars[v].name),
                           flow_quote(imp.flow().ops[st.producer].name));
   return v;
 }
 
 Result<TensorId> FlowOpContext::emit(Instruction ins) {
-  std::string base = fmt::format("{}_{}", op_.name, op_info(ins.op).mnemonic);
-  std::transform(base.begin(), base.end(), base.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string mnemonic = op_info(ins.op).mnemonic;
+  std::transform(mnemonic.begin(), mnemonic.end(), mnemonic.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string base = op_.name + "_" + mnemonic;
   Result<std::vector<TensorId>> out = imp_.program().append_new(std::move(ins));
   if (!out) return out.status();
   const TensorId id = out.value()[0];
