@@ -75,6 +75,14 @@ class Reader {
     *v = load_le(s.data(), 8);
     return Status::ok();
   }
+  // A u64 size and that many bytes (a variable's or a blob's data).
+  Status sized_data(std::string_view* out) {
+    const uint64_t at = pos_;
+    uint64_t size = 0;
+    NNASM_TRY(u64(&size, "data size"));
+    if (size > left()) return fail(at, "data size", fmt::format("{} bytes, but {} are left", size, left()));
+    return bytes(size, "data", out);
+  }
   // A count of records of at least `min_each` bytes each: never more than the bytes left can hold.
   Status count(size_t* n, uint64_t min_each, std::string_view field) {
     const uint64_t at = pos_;
@@ -212,11 +220,7 @@ Status read_variable(Reader& r, int version, size_t index, Flow* f) {
   }
   if (version >= 6) NNASM_TRY(r.attrs(&var.attrs));
   const uint64_t size_at = r.offset();
-  uint64_t size = 0;
-  NNASM_TRY(r.u64(&size, "data size"));
-  if (size > r.left())
-    return r.fail(size_at, "data size", fmt::format("{} bytes, but {} are left", size, r.left()));
-  NNASM_TRY(r.bytes(size, "data", &var.data));
+  NNASM_TRY(r.sized_data(&var.data));
   NNASM_TRY(check_data_size(r, size_at, var));
   add_var_name(f, var.name, index);
   for (const std::string& a : var.aliases) add_var_name(f, a, index);
@@ -246,11 +250,7 @@ Status read_blob(Reader& r, int version, size_t index, FlowBlob* blob) {
   NNASM_TRY(read_head(r, version, "blob", index, &blob->flags, &blob->name));
   NNASM_TRY(r.str(&blob->type, "type"));
   NNASM_TRY(r.attrs(&blob->attrs));
-  const uint64_t size_at = r.offset();
-  uint64_t size = 0;
-  NNASM_TRY(r.u64(&size, "data size"));
-  if (size > r.left()) return r.fail(size_at, "data size", fmt::format("{} bytes, but {} are left", size, r.left()));
-  return r.bytes(size, "data", &blob->data);
+  return r.sized_data(&blob->data);
 }
 
 Status read_flow(Reader& r, Flow* f) {
