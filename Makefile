@@ -53,7 +53,7 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp api/*.cpp)
+LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp serialize/*/*.cpp api/*.cpp)
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
 # Plain C samples of the C API (api/nnasm.h), linked against the static library.

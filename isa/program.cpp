@@ -260,6 +260,18 @@ void Program::drop_unused_tensors() {
   }
 }
 
+void Program::rollback(const Checkpoint& c) {
+  code_.resize(std::min(code_.size(), c.code));
+  while (order_.size() > c.tensors) {
+    const TensorId id = order_.back();
+    order_.pop_back();
+    by_name_.erase(desc(id).name);
+    untyped_.erase(id);
+    defined_.erase(id);
+    ctx_->remove(id);
+  }
+}
+
 Status Program::finish() const {
   for (TensorId id : order_) {
     const TensorDesc& d = desc(id);

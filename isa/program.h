@@ -48,6 +48,17 @@ class Program {
   // Renames a tensor; errors if the name is taken or empty.
   Status rename(TensorId id, const std::string& name);
 
+  // How far the program has grown, for rollback(): an importer takes back what it declared and
+  // appended for a node it then could not map, so that a node left out leaves no trace.
+  struct Checkpoint {
+    size_t tensors = 0, code = 0;
+  };
+  Checkpoint checkpoint() const { return {order_.size(), code_.size()}; }
+  // Forgets every tensor declared and every instruction appended since `c` (their tensors leave
+  // the context too). Requires: since `c`, only declare, append, append_new, mark_output and
+  // rename of the new tensors were called.
+  void rollback(const Checkpoint& c);
+
   const TensorDesc& desc(TensorId id) const { return ctx_->at(id).desc; }
   TensorDesc& desc(TensorId id) { return ctx_->at(id).desc; }
   // NO_TENSOR if no tensor has that name.

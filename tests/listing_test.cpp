@@ -255,6 +255,32 @@ TEST(Listing, ApiProgramsRoundTrip) {
       EXPECT_EQ(r.code()[i].imm[k2], q.code()[i].imm[k2]) << "instruction " << i << " immediate " << k2;
 }
 
+// An importer's undo: after rollback the program is what it was at the checkpoint, its listing
+// included, the names taken since are free again and their tensors gone from the context.
+TEST(Listing, RollbackForgetsWhatCameAfterTheCheckpoint) {
+  Context ctx;
+  Program p(ctx);
+  ASSERT_OK(program_parse("input %x : f32[2]\nforward:\n  RELU %x -> %y\n", "p.nnasm", &p));
+  const std::string before = program_print(p);
+  const Program::Checkpoint mark = p.checkpoint();
+  TensorDesc w;
+  w.name = "w";
+  w.role = Role::CONST;
+  w.type = TensorType{DType::F32, Shape{2}};
+  const TensorId wid = p.declare(w).value();
+  auto z = p.append_new(make_instruction(Opcode::ADD, {p.find("y"), wid}, {}));
+  ASSERT_TRUE(z) << z.status().message();
+  ASSERT_OK(p.rename(z.value()[0], "z"));
+  p.mark_output(z.value()[0]);
+  p.rollback(mark);
+  EXPECT_EQ(program_print(p), before);
+  EXPECT_EQ(p.find("w"), NO_TENSOR);
+  EXPECT_EQ(p.find("z"), NO_TENSOR);
+  EXPECT_EQ(ctx.find(wid), nullptr);
+  EXPECT_TRUE(p.declare(w));  // the name is free again
+  EXPECT_TRUE(p.finish());
+}
+
 // ---- running parsed programs ----
 
 TEST(Listing, RunsAParsedProgram) {

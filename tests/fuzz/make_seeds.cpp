@@ -1,7 +1,8 @@
 // Writes the generated part of the fuzz seed corpora (tests/fuzz/corpus/): training listings
 // recorded with the shell (every optimizer, convolution, pooling, batch norm, dropout, losses),
 // .npy files of both dtypes and several ranks written by npy_write (plus their 2.0 and 3.0
-// header forms), and IDX files of every element type, plain and gzip-compressed. The other seeds
+// header forms), IDX files of every element type, plain and gzip-compressed, and Myelin flow
+// files of every version the reader knows (tests/flow_writer.h). The other seeds
 // are copies of the repository's listings. Run from the repository root:
 //   make build/fuzz/make_seeds && build/fuzz/make_seeds tests/fuzz/corpus
 #include <zlib.h>
@@ -17,6 +18,7 @@
 #include "serialize/listing.h"
 #include "serialize/npy.h"
 #include "shell/shell.h"
+#include "tests/flow_writer.h"
 
 using namespace nnasm;
 
@@ -177,13 +179,23 @@ bool idxs(const std::string& dir) {
          write_gzip(dir + "/idx/u8_3x2x2.idx.gz", u8) && write_gzip(dir + "/idx/f32_2x3.idx.gz", f32);
 }
 
+bool flows(const std::string& dir) {
+  const std::vector<float> w0(20, 0.5f), b0(5, 0.1f), w1(15, -0.25f), b1(3, 1), table = {1, -2, 3, 4};
+  bool ok = true;
+  for (int v = 3; v <= 6; ++v) {
+    ok = ok && write_file(dir + "/flow/mlp_v" + std::to_string(v) + ".flow", flow_bytes(flow_mlp_spec(v, w0, b0, w1, b1)));
+    ok = ok && write_file(dir + "/flow/shapes_v" + std::to_string(v) + ".flow", flow_bytes(flow_shapes_spec(v, table)));
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (with listing/ exec/ npy/ idx/ in it)\n");
+    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (with listing/ exec/ npy/ idx/ flow/ in it)\n");
     return 2;
   }
   const std::string dir = argv[1];
-  return listings(dir) && npys(dir) && idxs(dir) ? 0 : 1;
+  return listings(dir) && npys(dir) && idxs(dir) && flows(dir) ? 0 : 1;
 }
