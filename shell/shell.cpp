@@ -265,6 +265,9 @@ Var upsample_nearest(At x, std::vector<int64_t> scale) {
 }
 Var global_avg_pool(At x) { return rec(x, Opcode::GLOBAL_AVGPOOL, {x.v}); }
 Var step(At x) { return rec(x, Opcode::STEP, {x.v}); }
+Var gather(At data, Var indices, int64_t axis) {
+  return rec(data, Opcode::GATHER, {data.v, indices}, {{"axis", imm_i(axis)}});
+}
 Var calc(const std::vector<Var>& xs, const std::string& expr, Loc loc) {
   if (xs.empty() || !xs[0].valid()) return Var();
   return xs[0].graph()->record(Opcode::CALC, xs, {{"expr", imm_str(expr)}}, loc);

@@ -202,6 +202,9 @@ Var flatten(At x, int64_t axis = 1);
 // NCHW x with each pixel repeated into a scale[0] × scale[1] block (nearest neighbour).
 Var upsample_nearest(At x, std::vector<int64_t> scale);
 Var step(At x);
+// data's slices along axis picked by i32 indices (ONNX Gather; an embedding lookup for axis 0):
+// the axis replaced by the indices' dimensions; out-of-range indices give zeros.
+Var gather(At data, Var indices, int64_t axis = 0);
 
 // Losses (scalar means over the batch)
 Var softmax_ce(At logits, Var targets);  // targets: i32 class ids, or f32 like logits

@@ -69,6 +69,14 @@ Fill class_ids(const std::string& name, int classes) {
     for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % static_cast<unsigned>(classes));
   };
 }
+// Indices into an axis of length n, negative ones and repeats among them (a row gathered twice
+// gets both gradients).
+Fill indices(const std::string& name, int n) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % (2u * n)) - n;
+  };
+}
 // Rows of probabilities along the last axis.
 Fill probabilities(const std::string& name) {
   return [=](Executor& ex, std::mt19937& rng) {
@@ -442,6 +450,19 @@ const std::map<Opcode, Cases>& gradcheck_table() {
        {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return bce_logits(a, b); },
                all_of({put("a", uniform(-3, 3)), put("b", uniform(0, 1))}))}},
       {Opcode::CALC, calc_cases()},
+      {Opcode::GATHER,
+       {{"embedding rows (axis 0)",
+         [](Graph& g) {
+           Var d = g.input("d", {5, 3}), i = g.input("i", {2, 4}, DType::I32);
+           return Built{gather(d, i), {d}};
+         },
+         indices("i", 5)},
+        {"axis=-2 of rank 3",
+         [](Graph& g) {
+           Var d = g.input("d", {2, 4, 3}), i = g.input("i", {5}, DType::I32);
+           return Built{gather(d, i, -2), {d}};
+         },
+         indices("i", 4)}}},
   };
   return t;
 }
@@ -523,7 +544,7 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
   // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
   for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::BATCHNORM2D_BWD, Opcode::ADVANCE,
                     Opcode::LR_SCHEDULE, Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW,
-                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD})
+                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
   EXPECT_GE(ops_with_rules().size(), 39u);

@@ -1364,6 +1364,7 @@ void cases_rmsprop(ParityRun& r) {
 // The table, stamped from the opcode table
 
 #include "tests/parity_cases_norm.h"
+#include "tests/parity_cases_index.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1432,6 +1433,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::BATCHNORM2D, cases_batchnorm2d},
       {Opcode::BATCHNORM2D_BWD, cases_batchnorm2d_bwd},
       {Opcode::DROPOUT, cases_dropout},
+      {Opcode::GATHER, cases_gather},
+      {Opcode::GATHER_BWD, cases_gather_bwd},
   };
   return t;
 }
@@ -1838,10 +1841,12 @@ TEST(OpShapeErrors, OptimizerOperands) {
   EXPECT_NE(st.message().find("SGD: output 1 must be input 1"), std::string::npos) << st.message();
 }
 
-// Operands that every op of a category accepts, with the immediates it requires.
+// Operands that every op of a category accepts, with the immediates it requires. Operands listed
+// in `i32` are i32 whatever the dtype under test (indices).
 struct ValidCase {
   std::vector<Shape> shapes;
   std::vector<ImmArg> imms;
+  std::vector<size_t> i32 = {};
 };
 
 ValidCase valid_case(const OpInfo& info) {
@@ -1884,6 +1889,8 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::BATCHNORM2D_BWD: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{2, 3, 4, 4}}, {}};
     case Opcode::UPSAMPLE_NEAREST: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::GLOBAL_AVGPOOL: return {{Shape{2, 3, 4, 5}}, {}};
+    case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
+    case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     default: break;
   }
   switch (info.category) {
@@ -1900,7 +1907,10 @@ TEST(OpShapeErrors, DtypeFollowsTheFlags) {
     const ValidCase c = valid_case(info);
     for (DType dt : {DType::F32, DType::I32}) {
       std::vector<TensorType> in;
-      for (const Shape& s : c.shapes) in.push_back(TensorType{dt, s});
+      for (size_t k = 0; k < c.shapes.size(); ++k) {
+        const bool index = std::find(c.i32.begin(), c.i32.end(), k) != c.i32.end();
+        in.push_back(TensorType{index ? DType::I32 : dt, c.shapes[k]});
+      }
       Context ctx;
       Program p(ctx);
       std::vector<TensorId> ids;
