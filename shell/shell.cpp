@@ -202,6 +202,8 @@ Var mul(At a, Var b) { return rec(a, Opcode::MUL, {a.v, b}); }
 Var div(At a, Var b) { return rec(a, Opcode::DIV, {a.v, b}); }
 Var maximum(At a, Var b) { return rec(a, Opcode::MAXIMUM, {a.v, b}); }
 Var minimum(At a, Var b) { return rec(a, Opcode::MINIMUM, {a.v, b}); }
+Var pow(At a, Var b) { return rec(a, Opcode::POW, {a.v, b}); }
+Var where(At cond, Var a, Var b) { return rec(cond, Opcode::WHERE, {cond.v, a, b}); }
 Var operator+(At a, Var b) { return add(a, b); }
 Var operator-(At a, Var b) { return sub(a, b); }
 Var operator*(At a, Var b) { return mul(a, b); }

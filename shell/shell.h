@@ -152,6 +152,9 @@ Var mul(At a, Var b);
 Var div(At a, Var b);
 Var maximum(At a, Var b);
 Var minimum(At a, Var b);
+Var pow(At a, Var b);  // a^b as C's pow
+// cond ≠ 0 ? a : b, the three broadcast (cond f32 or i32; NaN is true).
+Var where(At cond, Var a, Var b);
 Var operator+(At a, Var b);
 Var operator-(At a, Var b);
 Var operator*(At a, Var b);

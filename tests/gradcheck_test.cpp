@@ -450,6 +450,33 @@ const std::map<Opcode, Cases>& gradcheck_table() {
        {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return bce_logits(a, b); },
                all_of({put("a", uniform(-3, 3)), put("b", uniform(0, 1))}))}},
       {Opcode::CALC, calc_cases()},
+      {Opcode::WHERE,
+       {{"cond [3,1] with [3,4] and [4]",
+         [](Graph& g) {
+           Var c = g.input("c", {3, 1}), a = g.input("a", {3, 4}), b = g.input("b", {4});
+           return Built{where(c, a, b), {a, b}};
+         },
+         all_of({put("c", [](std::mt19937& rng) { return static_cast<float>(rng() % 2); }), put("a", uniform(-1, 1)),
+                 put("b", uniform(-1, 1))})},
+        {"i32 cond, a scalar b (masked_fill)",
+         [](Graph& g) {
+           Var c = g.input("c", {2, 3}, DType::I32), a = g.input("a", {2, 3}), b = g.input("b", {});
+           return Built{where(c, a, b), {a, b}};
+         },
+         [](Executor& ex, std::mt19937& rng) {
+           Tensor* t = ex.tensor("c");
+           for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % 3) - 1;
+         }}}},
+      {Opcode::POW,
+       {binary("[3,4]^[4], a > 0", {3, 4}, {4}, [](Var a, Var b) { return pow(a, b); },
+               all_of({put("a", uniform(0.5, 2)), put("b", uniform(-2, 2))})),
+        {"negative a, whole-number b (a const)",
+         [](Graph& g) {
+           Var a = g.input("a", {2, 3});
+           Var k = g.constant("k", {3}, {2, 3, -1});
+           return Built{pow(a, k), {a}};
+         },
+         put("a", signed_between(0.5, 1.5))}}},
       {Opcode::GATHER,
        {{"embedding rows (axis 0)",
          [](Graph& g) {

@@ -110,6 +110,9 @@ std::vector<Case> binary_cases() {
   };
 }
 
+// WHERE: three streamed operands (its broadcasts run through the parity suite at the native level).
+std::vector<Case> select_cases() { return {{"WHERE", Opcode::WHERE, {}, "where", EXACT}}; }
+
 // ACT_BWD's fn values in opcodes.def order.
 std::vector<Case> act_bwd_cases() {
   auto c = [](const char* label, int64_t fn, double alpha, const char* name, Tol tol, double lo, double hi,
@@ -159,7 +162,7 @@ std::vector<Case> calc_cases() {
 
 std::vector<Case> all_cases() {
   std::vector<Case> v = unary_cases();
-  for (auto* more : {binary_cases, act_bwd_cases, calc_cases})
+  for (auto* more : {binary_cases, select_cases, act_bwd_cases, calc_cases})
     for (Case& c : more()) v.push_back(c);
   return v;
 }
@@ -624,8 +627,16 @@ TEST(JitElementwiseCoverage, EveryElementwiseOpHasAJitKernelAndACase) {
     covered.insert(c.op);
     if (c.op == Opcode::ACT_BWD) act_fns.insert(c.imms[0].second.i);
   }
+  // Elementwise ops without a generated kernel, each with its reason in its op file: POW (a
+  // vectorized pow needs a log in more than float precision; pow-reduce rewrites the constant
+  // exponents models use into ops that have kernels).
+  const std::set<Opcode> reference_only = {Opcode::POW};
   for (const OpInfo& info : all_ops()) {
     if (info.category != OpCategory::ELEMENTWISE_UNARY && info.category != OpCategory::ELEMENTWISE_BINARY) continue;
+    if (reference_only.count(info.op)) {
+      EXPECT_EQ(op_hooks(info.op).jit, nullptr) << info.mnemonic << " has a JIT hook now: give it a case";
+      continue;
+    }
     EXPECT_NE(op_hooks(info.op).jit, nullptr) << info.mnemonic << " has no JIT hook";
     EXPECT_TRUE(covered.count(info.op)) << info.mnemonic << " has no case in jit_elementwise_test";
   }

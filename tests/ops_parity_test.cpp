@@ -261,6 +261,30 @@ void cases_sub(ParityRun& r) {
 }
 void cases_mul(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a * b; }, mag_result); }
 void cases_div(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a / b; }, mag_result, true); }
+// POW: a > 0 with any b (exponents large enough to overflow and underflow), and a of either sign
+// with whole-number b (odd and even, negative ones); std::pow in double is the oracle.
+void cases_pow(ParityRun& r) {
+  for (const auto& [sa, sb] : binary_shapes()) {
+    HostTensor a = random_f32(sa, r.rng(), 0.05, 4);
+    const HostTensor b = random_f32(sb, r.rng(), -3, 3);
+    HostTensor a2 = random_f32(sa, r.rng(), -3, 3);
+    HostTensor b2 = random_f32(sb, r.rng(), -4, 4);
+    for (double& v : b2.v) v = std::round(v);
+    for (const auto& [x, y] : {std::pair<const HostTensor&, const HostTensor&>{a, b}, {a2, b2}}) {
+      const Shape so = broadcast_ref(sa, sb);
+      Expected e{HostTensor{TensorType{DType::F32, so}, {}}, {}, ELEMENTWISE};
+      for (int64_t i = 0; i < count_of(so); ++i) {
+        const std::vector<int64_t> idx = unravel(i, so);
+        e.t.v.push_back(std::pow(x.v[broadcast_offset(idx, 0, sa)], y.v[broadcast_offset(idx, 0, sb)]));
+      }
+      r.check({x, y}, {}, e);
+    }
+  }
+  // Beyond float's range: overflow to inf, underflow to 0.
+  const HostTensor big = host_f32({10, 10, 0.1, 2, 1e-20});
+  r.check({big, host_f32({39, -39, 50, 200, 3})}, {}, Expected{host_f32({INF, 1e-39, 1e-50, INF, 0}), {}, {1e-44, 1e-6}});
+}
+
 void cases_maximum(ParityRun& r) {
   binary_sweep(r, {}, [](double a, double b) { return a > b ? a : b; }, mag_result);
 }
@@ -1435,6 +1459,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::DROPOUT, cases_dropout},
       {Opcode::GATHER, cases_gather},
       {Opcode::GATHER_BWD, cases_gather_bwd},
+      {Opcode::WHERE, cases_where},
+      {Opcode::POW, cases_pow},
   };
   return t;
 }
@@ -1574,6 +1600,18 @@ TEST(OpSpecialValues, ReductionsOfInfinities) {
                       run_op(Opcode::REDUCE_MAX, {x}, {})));
 }
 
+// C's pow on the special cases: ±0, ±inf, NaN, negative bases.
+TEST(OpSpecialValues, PowFollowsC) {
+  const HostTensor a = host_f32({NaN, 1, -8, -2, -2, 0, -0.0, 0, -0.0, -INF, -INF, 0.5, 2, -1, INF});
+  const HostTensor b = host_f32({0, NaN, 1.0 / 3, 3, 2, -1, -1, -2, 3, 3, -2, INF, -INF, INF, -0.5});
+  EXPECT_TRUE(matches(expect_values(a, {1, 1, NaN, -8, 4, INF, -INF, INF, -0.0, -INF, 0, 0, 0, 1, 0}),
+                      run_op(Opcode::POW, {a, b}, {})));
+  // The sign of a zero result follows C: (−0)^3 = −0.
+  const OpOutput z = run_op(Opcode::POW, {host_f32({-0.0}), host_f32({3})}, {});
+  ASSERT_TRUE(z.status) << z.status.message();
+  EXPECT_TRUE(std::signbit(z.v[0]));
+}
+
 TEST(OpSpecialValues, StepAtZeroAndNaN) {
   const HostTensor x = host_f32({0, -0.0, NaN, 1e-30, -1e-30, INF, -INF});
   EXPECT_TRUE(matches(expect_values(x, {1, 1, 0, 1, 0, 1, 0}), run_op(Opcode::STEP, {x}, {})));
@@ -1653,7 +1691,7 @@ TensorType f32(std::initializer_list<int64_t> d) { return TensorType{DType::F32,
 TensorType i32(std::initializer_list<int64_t> d) { return TensorType{DType::I32, Shape(d)}; }
 
 TEST(OpShapeErrors, BinaryShapesThatDoNotBroadcast) {
-  for (Opcode op : {Opcode::ADD, Opcode::SUB, Opcode::MUL, Opcode::DIV, Opcode::MAXIMUM, Opcode::MINIMUM}) {
+  for (Opcode op : {Opcode::ADD, Opcode::SUB, Opcode::MUL, Opcode::DIV, Opcode::MAXIMUM, Opcode::MINIMUM, Opcode::POW}) {
     const std::string mn = op_info(op).mnemonic;
     EXPECT_TRUE(append_fails(op, {f32({3, 4}), f32({5})}, {}, {mn, "f32[3,4]", "f32[5]"}));
     EXPECT_TRUE(append_fails(op, {f32({2, 3, 4}), f32({3, 2})}, {}, {mn, "f32[2,3,4]", "f32[3,2]"}));
@@ -1891,6 +1929,7 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::GLOBAL_AVGPOOL: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
+    case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};
     default: break;
   }
   switch (info.category) {

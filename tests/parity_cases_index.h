@@ -1,6 +1,7 @@
-// Parity cases and shape errors of the indexing ops: GATHER and GATHER_BWD. A fragment of
+// Parity cases and shape errors of the indexing and selection ops: GATHER, GATHER_BWD and WHERE.
+// A fragment of
 // tests/ops_parity_test.cpp, included inside its namespace after its helpers (ParityRun,
-// random_of, EXACT, sum_tol) and before parity_table(), which names the cases_* functions below.
+// random_of, broadcast_ref, EXACT, sum_tol) and before parity_table(), which names the cases_* functions below.
 // Expectations are naive loops over output indices, written here.
 #pragma once
 
@@ -145,4 +146,68 @@ TEST(OpShapeErrors, GatherAndGatherBwd) {
                            {"GATHER_BWD", "operand 3 (i32[3,4])", "f32"}));
   EXPECT_TRUE(append_fails(Opcode::GATHER_BWD, {f32({2, 4}), f32({2}), f32({3, 4})}, {},
                            {"GATHER_BWD: indices operand 2 (f32[2]) must be i32"}));
+}
+
+// WHERE: cond, a, b broadcast together. cond f32 has zeros of both signs and NaN (true) among
+// random values, or is i32 with zeros among small integers.
+HostTensor random_cond(DType dt, const Shape& s, std::mt19937& rng) {
+  std::uniform_int_distribution<int> pick(0, 5);
+  HostTensor t{TensorType{dt, s}, {}};
+  for (int64_t i = 0; i < count_of(s); ++i) {
+    const int p = pick(rng);
+    if (dt == DType::I32) t.v.push_back(p < 2 ? 0 : p - 3);  // 0, 0, 0, 1, 2, -1... as p varies
+    else t.v.push_back(p == 0 ? 0.0 : p == 1 ? -0.0 : p == 2 ? NaN : static_cast<float>(p - 3.5));
+  }
+  return t;
+}
+
+void cases_where(ParityRun& r) {
+  struct Case {
+    Shape c, a, b;
+    DType cond_dt, dt;
+  };
+  std::vector<Case> cases;
+  for (const Shape& s : elementwise_shapes()) cases.push_back({s, s, s, DType::F32, DType::F32});
+  const std::vector<Case> more = {
+      {Shape{3, 1}, Shape{3, 4}, Shape{4}, DType::F32, DType::F32},
+      {Shape{4}, Shape(), Shape{3, 4}, DType::F32, DType::F32},        // masked_fill: a scalar
+      {Shape{2, 1, 16}, Shape{2, 7, 16}, Shape(), DType::F32, DType::F32},
+      {Shape{1, 1, 17, 17}, Shape{2, 3, 17, 17}, Shape{1}, DType::I32, DType::F32},  // an attention mask
+      {Shape{33}, Shape{33}, Shape{33}, DType::I32, DType::F32},
+      {Shape{65, 70}, Shape{65, 1}, Shape{1, 70}, DType::F32, DType::F32},
+      {Shape{15}, Shape{7, 15}, Shape{7, 1}, DType::F32, DType::I32},
+      {Shape{1031}, Shape{1031}, Shape(), DType::I32, DType::I32},
+      {Shape{2, 3, 1, 5}, Shape{3, 4, 1}, Shape{5}, DType::F32, DType::F32},
+  };
+  cases.insert(cases.end(), more.begin(), more.end());
+  for (const Case& c : cases) {
+    const HostTensor cond = random_cond(c.cond_dt, c.c, r.rng());
+    const HostTensor a = random_of(c.dt, c.a, r.rng()), b = random_of(c.dt, c.b, r.rng());
+    const Shape so = broadcast_ref(broadcast_ref(c.c, c.a), c.b);
+    Expected e{HostTensor{TensorType{c.dt, so}, {}}, {}, EXACT};
+    for (int64_t i = 0; i < count_of(so); ++i) {
+      const std::vector<int64_t> idx = unravel(i, so);
+      const double cv = cond.v[broadcast_offset(idx, 0, c.c)];
+      e.t.v.push_back(cv != 0 ? a.v[broadcast_offset(idx, 0, c.a)] : b.v[broadcast_offset(idx, 0, c.b)]);
+    }
+    r.check({cond, a, b}, {}, e);
+  }
+}
+
+TEST(OpSpecialValues, WhereConditionNaNIsTrueZerosFalse) {
+  const HostTensor cond = host_f32({NaN, 0, -0.0, 1e-40, -INF, 2});
+  const HostTensor a = host_f32({1, 2, 3, 4, 5, 6}), b = host_f32({-1, -2, -3, -4, -5, -6});
+  EXPECT_TRUE(matches(Expected{host_f32({1, -2, -3, 4, 5, 6}), {}, EXACT}, run_op(Opcode::WHERE, {cond, a, b}, {})));
+  const HostTensor ic = host(DType::I32, Shape{6}, {0, 1, -1, 2147483647.0, -2147483648.0, 0});
+  EXPECT_TRUE(matches(Expected{host_f32({-1, 2, 3, 4, 5, -6}), {}, EXACT}, run_op(Opcode::WHERE, {ic, a, b}, {})));
+}
+
+TEST(OpShapeErrors, Where) {
+  const auto f32 = [](std::initializer_list<int64_t> d) { return TensorType{DType::F32, Shape(d)}; };
+  const auto i32 = [](std::initializer_list<int64_t> d) { return TensorType{DType::I32, Shape(d)}; };
+  EXPECT_TRUE(append_fails(Opcode::WHERE, {f32({3, 4}), f32({5}), f32({4})}, {},
+                           {"WHERE: operand 1 (f32[3,4]), operand 2 (f32[5]) and operand 3 (f32[4]) do not broadcast"}));
+  EXPECT_TRUE(append_fails(Opcode::WHERE, {f32({3, 1}), f32({4}), f32({2, 2, 1})}, {}, {"WHERE", "do not broadcast"}));
+  EXPECT_TRUE(append_fails(Opcode::WHERE, {i32({4}), f32({4}), i32({4})}, {},
+                           {"WHERE: operand 2 (f32[4]) and operand 3 (i32[4]) must have one dtype"}));
 }

@@ -4,17 +4,27 @@
 //   ADD [alpha, beta]  alpha·a + beta·b      SUB      a − b
 //   MUL                a·b                   DIV      a / b (IEEE: ±inf or NaN on 0)
 //   MAXIMUM            max(a, b)             MINIMUM  min(a, b)
+//   POW                a^b as std::pow (C's powf: pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN,
+//                      a negative a gives NaN unless b is a whole number, pow(±0, b < 0) = ±inf)
 // Inputs     a, b: f32; shapes broadcast numpy-style (trailing dimensions aligned; a dimension
 //            of 1, or a missing one, stretches).
 // Outputs    y: f32, the broadcast shape.
 // Gradient   ADD: alpha·dy, beta·dy. SUB: dy, −dy. MUL: dy·b, dy·a. DIV: dy/b, −(dy/b)·y.
 //            MAXIMUM/MINIMUM: dy goes to the winning side (to a on ties), by a STEP mask.
+//            POW, as PyTorch: da = dy·b·a^(b−1), 0 where b = 0; db = dy·y·ln a, 0 where a = 0 and
+//            b ≥ 0 (so NaN for a < 0); both from POW, LOG, MUL, STEP and WHERE.
 //            Each gradient is summed over the dimensions its input was broadcast along.
 // Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
 //            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
 //            one side a single element (_ascalar/_bscalar), a bias row ([n] with [m, n]: _arow/
 //            _brow), a per-row value ([m, 1] with [m, n]: _acol/_bcol). Other broadcasts run the
 //            reference. Each op is one ElementwiseOp (elementwise_op.h), which CALC composes.
+//            POW has no generated kernel and is no CALC building block: a vectorized pow within a
+//            few ulp needs ln a in more than float precision (the error of b·ln a is amplified by
+//            up to |b·ln a| ≈ 89 in the result), which vmath does not have. What real models
+//            raise to a power is a constant (x², x³, √x): the pow-reduce pass
+//            (engine/passes/pow_reduce.cpp) turns those into SQUARE, CALC and SQRT, which have
+//            kernels; other POWs run the reference loop.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
 
@@ -34,6 +44,7 @@ float f_mul(float a, float b, Params) { return a * b; }
 float f_div(float a, float b, Params) { return a / b; }
 float f_maximum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 float f_minimum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+float f_pow(float a, float b, Params) { return std::pow(a, b); }
 
 // Only ADD has immediates (alpha, beta); the other functions ignore theirs.
 Params params(const EwImms& m) { return Params{m.f[0], m.f[1]}; }
@@ -119,6 +130,23 @@ Status g_extremum(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx d
   return reduce_back(b, ins, need, da, need[1] ? b.emit(Opcode::SUB, {dy[0], da}) : NO_TENSOR, dx);
 }
 
+Status g_pow(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId a = ins.in[0], e = ins.in[1], zero = b.constant(0.f);
+  TensorId da = NO_TENSOR, db = NO_TENSOR;
+  if (need[0]) {
+    const TensorId e1 = b.emit(Opcode::ADD, {e, b.constant(1.f)}, {{"beta", imm_f(-1)}});
+    const TensorId d = b.emit(Opcode::MUL, {e, b.emit(Opcode::POW, {a, e1})});
+    da = b.emit(Opcode::MUL, {dy[0], b.emit(Opcode::WHERE, {e, d, zero})});  // 0 where b = 0
+  }
+  if (need[1]) {
+    const TensorId u = b.emit(Opcode::MUL, {ins.out[0], b.emit(Opcode::LOG, {a})});
+    // 0 where a = 0 and b ≥ 0 (STEP(b) = 1), where y·ln a would be 0·(−inf) or 1·(−inf).
+    const TensorId at_zero = b.emit(Opcode::WHERE, {b.emit(Opcode::STEP, {e}), zero, u});
+    db = b.emit(Opcode::MUL, {dy[0], b.emit(Opcode::WHERE, {a, u, at_zero})});
+  }
+  return reduce_back(b, ins, need, da, db, dx);
+}
+
 // ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
@@ -170,5 +198,6 @@ ELEMENTWISE_OP(binary, 2, MUL, f_mul, g_mul, s_mul)
 ELEMENTWISE_OP(binary, 2, DIV, f_div, g_div, s_div)
 ELEMENTWISE_OP(binary, 2, MAXIMUM, f_maximum, g_extremum<true>, s_extremum<true>)
 ELEMENTWISE_OP(binary, 2, MINIMUM, f_minimum, g_extremum<false>, s_extremum<false>)
+OpHooks op_hooks_POW() { return {binary_shape, binary_ref<f_pow>, nullptr, g_pow}; }
 
 }  // namespace nnasm
