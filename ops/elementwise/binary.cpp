@@ -6,6 +6,10 @@
 //   MAXIMUM            max(a, b)             MINIMUM  min(a, b)
 //   POW                a^b as std::pow (C's powf: pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN,
 //                      a negative a gives NaN unless b is a whole number, pow(±0, b < 0) = ±inf)
+//   PRELU              a > 0 ? a : b·a (a: x, b: the slope, broadcast; ONNX PRelu, nn.PReLU)
+//   EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL
+//                      1 where a = b, a < b, a ≤ b, a > b, a ≥ b, else 0 (f32 masks that compose with
+//                      MUL and WHERE; any NaN compares false, so EQUAL(NaN, NaN) = 0; −0 = +0)
 // Inputs     a, b: f32; shapes broadcast numpy-style (trailing dimensions aligned; a dimension
 //            of 1, or a missing one, stretches).
 // Outputs    y: f32, the broadcast shape.
@@ -13,6 +17,8 @@
 //            MAXIMUM/MINIMUM: dy goes to the winning side (to a on ties), by a STEP mask.
 //            POW, as PyTorch: da = dy·b·a^(b−1), 0 where b = 0; db = dy·y·ln a, 0 where a = 0 and
 //            b ≥ 0 (so NaN for a < 0); both from POW, LOG, MUL, STEP and WHERE.
+//            PRELU, as PyTorch: dx = dy where x > 0, dy·slope elsewhere; dslope = dy·x where
+//            x ≤ 0, 0 elsewhere (GREATER, MUL and WHERE). Comparisons: zero (piecewise constant).
 //            Each gradient is summed over the dimensions its input was broadcast along.
 // Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
 //            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
@@ -45,6 +51,12 @@ float f_div(float a, float b, Params) { return a / b; }
 float f_maximum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 float f_minimum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
 float f_pow(float a, float b, Params) { return std::pow(a, b); }
+float f_prelu(float a, float b, Params) { return a > 0 ? a : b * a; }
+float f_equal(float a, float b, Params) { return a == b ? 1.f : 0.f; }
+float f_less(float a, float b, Params) { return a < b ? 1.f : 0.f; }
+float f_less_equal(float a, float b, Params) { return a <= b ? 1.f : 0.f; }
+float f_greater(float a, float b, Params) { return a > b ? 1.f : 0.f; }
+float f_greater_equal(float a, float b, Params) { return a >= b ? 1.f : 0.f; }
 
 // Only ADD has immediates (alpha, beta); the other functions ignore theirs.
 Params params(const EwImms& m) { return Params{m.f[0], m.f[1]}; }
@@ -147,6 +159,13 @@ Status g_pow(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
   return reduce_back(b, ins, need, da, db, dx);
 }
 
+Status g_prelu(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId x = ins.in[0], zero = b.constant(0.f);
+  const TensorId pos = b.emit(Opcode::GREATER, {x, zero});
+  return reduce_back(b, ins, need, need[0] ? b.emit(Opcode::WHERE, {pos, dy[0], b.emit(Opcode::MUL, {dy[0], ins.in[1]})}) : NO_TENSOR,
+                     need[1] ? b.emit(Opcode::WHERE, {pos, zero, b.emit(Opcode::MUL, {dy[0], x})}) : NO_TENSOR, dx);
+}
+
 // ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
@@ -190,6 +209,30 @@ OpSnippet s_extremum(const EwImms&) {
           }};
 }
 
+// leakyrelu's snippet with the slope from a register: b·a, kept where a ≤ 0 (or NaN).
+OpSnippet s_prelu(const EwImms&) {
+  return {"prelu", "", 2, [](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            v.g.vmulps(t[0], s[1], s[0]);
+            const VMask pos = v.mask(0, t[1]);
+            v.cmp(pos, s[0], v.cst(0.f), VecGen::CMP_GT);
+            v.blend(y, pos, t[0], s[0]);
+          }};
+}
+// 1 where the ordered compare holds (false on NaN, as the reference's), +0 elsewhere.
+OpSnippet compare(const char* name, int pred) {
+  return {name, "", 2, [pred](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            const VMask m = v.mask(0, t[0]);
+            v.cmp(m, s[0], s[1], pred);
+            v.g.vmovups(t[1], v.cst(1.f));
+            v.keep(y, m, t[1]);
+          }};
+}
+OpSnippet s_equal(const EwImms&) { return compare("equal", VecGen::CMP_EQ); }
+OpSnippet s_less(const EwImms&) { return compare("less", VecGen::CMP_LT); }
+OpSnippet s_less_equal(const EwImms&) { return compare("less_equal", VecGen::CMP_LE); }
+OpSnippet s_greater(const EwImms&) { return compare("greater", VecGen::CMP_GT); }
+OpSnippet s_greater_equal(const EwImms&) { return compare("greater_equal", VecGen::CMP_GE); }
+
 }  // namespace
 
 ELEMENTWISE_OP(binary, 2, ADD, f_add, g_add, s_add)
@@ -199,5 +242,11 @@ ELEMENTWISE_OP(binary, 2, DIV, f_div, g_div, s_div)
 ELEMENTWISE_OP(binary, 2, MAXIMUM, f_maximum, g_extremum<true>, s_extremum<true>)
 ELEMENTWISE_OP(binary, 2, MINIMUM, f_minimum, g_extremum<false>, s_extremum<false>)
 OpHooks op_hooks_POW() { return {binary_shape, binary_ref<f_pow>, nullptr, g_pow}; }
+ELEMENTWISE_OP(binary, 2, PRELU, f_prelu, g_prelu, s_prelu)
+ELEMENTWISE_OP(binary, 2, EQUAL, f_equal, no_gradient, s_equal)
+ELEMENTWISE_OP(binary, 2, LESS, f_less, no_gradient, s_less)
+ELEMENTWISE_OP(binary, 2, LESS_EQUAL, f_less_equal, no_gradient, s_less_equal)
+ELEMENTWISE_OP(binary, 2, GREATER, f_greater, no_gradient, s_greater)
+ELEMENTWISE_OP(binary, 2, GREATER_EQUAL, f_greater_equal, no_gradient, s_greater_equal)
 
 }  // namespace nnasm
