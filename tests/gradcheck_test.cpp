@@ -288,6 +288,9 @@ Cases calc_cases() {
          return Built{calc({a, b}, "mul(exp(%0),step(%1))"), {a}};
        },
        all_of({put("a", uniform(-1, 1)), put("b", signed_between(0.2, 1))})},
+      {"the ops added for imported models",
+       three("add(mul(erf(%0),softplus(%1)),mul(selu(%2),hardsigmoid(reciprocal(add(square(%0),1)))))"),
+       put("c", signed_between(0.2, 1))},  // away from selu's kink at 0
       {"the result is a broadcast input",
        [](Graph& g) {
          Var a = g.input("a", {2, 3}), b = g.input("b", {3});

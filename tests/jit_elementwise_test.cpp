@@ -173,6 +173,12 @@ std::vector<Case> calc_cases() {
       c("CALC_act_bwd_constant", "mul(act_bwd(%0,%1,fn=tanh),2.5)", 2, COMPOSED, -4, 4, true),
       c("CALC_one_input_twice", "mul(%0,exp(neg(square(%0))))", 1, COMPOSED, -4, 4, true),
       c("CALC_input_only", "%1", 2, EXACT, -4, 4, true),
+      // The ops added for imported models, composed: masks, clamps, erf, prelu, selu.
+      c("CALC_import_ops",
+        "add(clamp(erf(%0),min=-0.5,max=inf),mul(greater_equal(%1,%0),hardswish(prelu(%1,%0))))", 2, COMPOSED, -4, 4,
+        false),
+      c("CALC_import_ops_exact", "sub(mul(less(%0,%1),floor(%0)),div(sign(%1),ceil(clamp(%1,min=1,max=3))))", 2, EXACT,
+        -4, 4, true),
       // The output register may be input 0's: a root reading input 0 second writes elsewhere first.
       c("CALC_root_reads_input0_second", "maximum(neg(%1),%0)", 2, EXACT, -4, 4, true),
   };
