@@ -3,9 +3,9 @@
 // POW itself runs the reference loop (ops/elementwise/binary.cpp says why). POW %x, @c with @c
 // one value — a CONST all of whose values are c, or a FILL of c — and %x of the result's type
 // (the exponent stretches nothing) becomes, keeping its output:
-//   c = 2    SQUARE %x                  bitwise equal: C's powf(x, 2) is x·x (checked exhaustively
-//                                       against glibc, on every 7th bit pattern)
-//   c = −1   CALC "div(1,%0)"           bitwise equal: powf(x, −1) is 1/x (likewise)
+//   c = 2    SQUARE %x                  bitwise equal: glibc's powf(x, 2) is x·x (checked on every
+//                                       7th float bit pattern)
+//   c = −1   RECIPROCAL %x              bitwise equal: powf(x, −1) is 1/x (likewise)
 //   c = 3    CALC "mul(square(%0),%0)"  two roundings where powf has one: within 1 ulp of it
 //   c = 0.5  SQRT %x                    sqrt is correctly rounded and powf(x, 0.5) is not (1 ulp
 //                                       apart on about 0.03% of floats); sqrt(−0) = −0 and
@@ -43,9 +43,10 @@ Instruction reduced(const Instruction& pow, double c) {
   Instruction r;
   if (c == 2) r = make_instruction(Opcode::SQUARE, {x}, pow.out);
   else if (c == 0.5) r = make_instruction(Opcode::SQRT, {x}, pow.out);
-  else if (c == 3 || c == -1) {
+  else if (c == -1) r = make_instruction(Opcode::RECIPROCAL, {x}, pow.out);
+  else if (c == 3) {
     r = make_instruction(Opcode::CALC, {x}, pow.out);
-    (void)set_imm(r, "expr", imm_str(c == 3 ? "mul(square(%0),%0)" : "div(1,%0)"));
+    (void)set_imm(r, "expr", imm_str("mul(square(%0),%0)"));
   }
   r.section = pow.section;
   r.loc = pow.loc;

@@ -29,8 +29,8 @@
 //            few ulp needs ln a in more than float precision (the error of b·ln a is amplified by
 //            up to |b·ln a| ≈ 89 in the result), which vmath does not have. What real models
 //            raise to a power is a constant (x², x³, √x): the pow-reduce pass
-//            (engine/passes/pow_reduce.cpp) turns those into SQUARE, CALC and SQRT, which have
-//            kernels; other POWs run the reference loop.
+//            (engine/passes/pow_reduce.cpp) turns those into SQUARE, CALC, SQRT and
+//            RECIPROCAL, which have kernels; other POWs run the reference loop.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
 
