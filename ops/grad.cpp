@@ -62,6 +62,21 @@ TensorId GradBuilder::sum_to(TensorId g, const Shape& target) {
   return reshape(g, target);
 }
 
+TensorId GradBuilder::constant(float value) {
+  if (!status_) return NO_TENSOR;
+  TensorDesc d;
+  d.name = p_->fresh_name("g.k");
+  d.role = Role::CONST;
+  d.type = TensorType{DType::F32, Shape()};
+  d.values = {value};
+  Result<TensorId> id = p_->declare(std::move(d));
+  if (!id) {
+    status_ = id.status();
+    return NO_TENSOR;
+  }
+  return id.value();
+}
+
 Status no_gradient(GradBuilder&, const Instruction&, const std::vector<TensorId>&, const std::vector<bool>&,
                    std::vector<TensorId>*) {
   return Status::ok();

@@ -28,6 +28,7 @@ class GradBuilder {
   TensorId reshape(TensorId x, const Shape& s);        // x itself when already shaped so
   TensorId sum_to(TensorId g, const Shape& target);    // undoes broadcasting: sums stretched dims
   TensorId expand(TensorId x, const Shape& s);         // x itself when already shaped so
+  TensorId constant(float value);                      // a new f32[] CONST holding value
 
   const TensorType& type(TensorId id) const { return p_->desc(id).type; }
   Program& program() const { return *p_; }

@@ -202,6 +202,13 @@ Var mul(At a, Var b) { return rec(a, Opcode::MUL, {a.v, b}); }
 Var div(At a, Var b) { return rec(a, Opcode::DIV, {a.v, b}); }
 Var maximum(At a, Var b) { return rec(a, Opcode::MAXIMUM, {a.v, b}); }
 Var minimum(At a, Var b) { return rec(a, Opcode::MINIMUM, {a.v, b}); }
+Var pow(At a, Var b) { return rec(a, Opcode::POW, {a.v, b}); }
+Var equal(At a, Var b) { return rec(a, Opcode::EQUAL, {a.v, b}); }
+Var less(At a, Var b) { return rec(a, Opcode::LESS, {a.v, b}); }
+Var less_equal(At a, Var b) { return rec(a, Opcode::LESS_EQUAL, {a.v, b}); }
+Var greater(At a, Var b) { return rec(a, Opcode::GREATER, {a.v, b}); }
+Var greater_equal(At a, Var b) { return rec(a, Opcode::GREATER_EQUAL, {a.v, b}); }
+Var where(At cond, Var a, Var b) { return rec(cond, Opcode::WHERE, {cond.v, a, b}); }
 Var operator+(At a, Var b) { return add(a, b); }
 Var operator-(At a, Var b) { return sub(a, b); }
 Var operator*(At a, Var b) { return mul(a, b); }
@@ -225,6 +232,21 @@ Var sigmoid(At x) { return rec(x, Opcode::SIGMOID, {x.v}); }
 Var tanh(At x) { return rec(x, Opcode::TANH, {x.v}); }
 Var gelu(At x, bool tanh_approx) { return rec(x, Opcode::GELU, {x.v}, {{"approx", imm_i(tanh_approx ? 1 : 0)}}); }
 Var swish(At x, float beta) { return rec(x, Opcode::SWISH, {x.v}, {{"beta", imm_f(beta)}}); }
+Var erf(At x) { return rec(x, Opcode::ERF, {x.v}); }
+Var reciprocal(At x) { return rec(x, Opcode::RECIPROCAL, {x.v}); }
+Var floor(At x) { return rec(x, Opcode::FLOOR, {x.v}); }
+Var ceil(At x) { return rec(x, Opcode::CEIL, {x.v}); }
+Var sign(At x) { return rec(x, Opcode::SIGN, {x.v}); }
+Var softplus(At x) { return rec(x, Opcode::SOFTPLUS, {x.v}); }
+Var hardsigmoid(At x, float alpha, float beta) {
+  return rec(x, Opcode::HARDSIGMOID, {x.v}, {{"alpha", imm_f(alpha)}, {"beta", imm_f(beta)}});
+}
+Var hardswish(At x) { return rec(x, Opcode::HARDSWISH, {x.v}); }
+Var selu(At x) { return rec(x, Opcode::SELU, {x.v}); }
+Var sin(At x) { return rec(x, Opcode::SIN, {x.v}); }
+Var cos(At x) { return rec(x, Opcode::COS, {x.v}); }
+Var prelu(At x, Var slope) { return rec(x, Opcode::PRELU, {x.v, slope}); }
+Var clamp(At x, float lo, float hi) { return rec(x, Opcode::CLAMP, {x.v}, {{"min", imm_f(lo)}, {"max", imm_f(hi)}}); }
 
 Var softmax(At x, int64_t axis) { return rec(x, Opcode::SOFTMAX, {x.v}, {{"axis", imm_i(axis)}}); }
 Var logsoftmax(At x, int64_t axis) { return rec(x, Opcode::LOGSOFTMAX, {x.v}, {{"axis", imm_i(axis)}}); }
@@ -236,6 +258,18 @@ Var reduce_mean(At x, int64_t axis, bool keep) {
 }
 Var reduce_max(At x, int64_t axis, bool keep) {
   return rec(x, Opcode::REDUCE_MAX, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var reduce_min(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::REDUCE_MIN, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var reduce_prod(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::REDUCE_PROD, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var argmax(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::ARGMAX, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
+}
+Var argmin(At x, int64_t axis, bool keep) {
+  return rec(x, Opcode::ARGMIN, {x.v}, {{"axis", imm_i(axis)}, {"keepdims", imm_i(keep)}});
 }
 
 Var reshape(At x, std::vector<int64_t> shape) {
@@ -265,6 +299,9 @@ Var upsample_nearest(At x, std::vector<int64_t> scale) {
 }
 Var global_avg_pool(At x) { return rec(x, Opcode::GLOBAL_AVGPOOL, {x.v}); }
 Var step(At x) { return rec(x, Opcode::STEP, {x.v}); }
+Var gather(At data, Var indices, int64_t axis) {
+  return rec(data, Opcode::GATHER, {data.v, indices}, {{"axis", imm_i(axis)}});
+}
 Var calc(const std::vector<Var>& xs, const std::string& expr, Loc loc) {
   if (xs.empty() || !xs[0].valid()) return Var();
   return xs[0].graph()->record(Opcode::CALC, xs, {{"expr", imm_str(expr)}}, loc);

@@ -152,6 +152,15 @@ Var mul(At a, Var b);
 Var div(At a, Var b);
 Var maximum(At a, Var b);
 Var minimum(At a, Var b);
+Var pow(At a, Var b);  // a^b as C's pow
+// Comparisons: f32 masks of 1 and 0 (NaN compares false).
+Var equal(At a, Var b);
+Var less(At a, Var b);
+Var less_equal(At a, Var b);
+Var greater(At a, Var b);
+Var greater_equal(At a, Var b);
+// cond ≠ 0 ? a : b, the three broadcast (cond f32 or i32; NaN is true).
+Var where(At cond, Var a, Var b);
 Var operator+(At a, Var b);
 Var operator-(At a, Var b);
 Var operator*(At a, Var b);
@@ -176,6 +185,21 @@ Var sigmoid(At x);
 Var tanh(At x);
 Var gelu(At x, bool tanh_approx = false);
 Var swish(At x, float beta = 1);
+Var erf(At x);
+// min(max(x, lo), hi); NaN stays NaN.
+Var clamp(At x, float lo, float hi);
+Var reciprocal(At x);
+Var floor(At x);
+Var ceil(At x);
+Var sign(At x);
+Var softplus(At x);
+Var hardsigmoid(At x, float alpha = 0.2f, float beta = 0.5f);
+Var hardswish(At x);
+Var selu(At x);
+Var sin(At x);
+Var cos(At x);
+// x > 0 ? x : slope·x, slope broadcast to x (PyTorch's per-channel slope as [C, 1, 1]).
+Var prelu(At x, Var slope);
 
 // Elementwise expression over xs (%0, %1, …), e.g. calc({a, b}, "exp(sub(%0,%1))"): the
 // language of ops/elementwise/expr.h, one pass over memory (CALC).
@@ -187,6 +211,11 @@ Var logsoftmax(At x, int64_t axis = -1);
 Var reduce_sum(At x, int64_t axis = -1, bool keepdims = false);
 Var reduce_mean(At x, int64_t axis = -1, bool keepdims = false);
 Var reduce_max(At x, int64_t axis = -1, bool keepdims = false);
+Var reduce_min(At x, int64_t axis = -1, bool keepdims = false);
+Var reduce_prod(At x, int64_t axis = -1, bool keepdims = false);
+// i32 index of the first maximum (minimum) along axis; a NaN counts as the extremum.
+Var argmax(At x, int64_t axis = -1, bool keepdims = false);
+Var argmin(At x, int64_t axis = -1, bool keepdims = false);
 
 // Shape and data
 Var reshape(At x, std::vector<int64_t> shape);
@@ -202,6 +231,9 @@ Var flatten(At x, int64_t axis = 1);
 // NCHW x with each pixel repeated into a scale[0] × scale[1] block (nearest neighbour).
 Var upsample_nearest(At x, std::vector<int64_t> scale);
 Var step(At x);
+// data's slices along axis picked by i32 indices (ONNX Gather; an embedding lookup for axis 0):
+// the axis replaced by the indices' dimensions; out-of-range indices give zeros.
+Var gather(At data, Var indices, int64_t axis = 0);
 
 // Losses (scalar means over the batch)
 Var softmax_ce(At logits, Var targets);  // targets: i32 class ids, or f32 like logits

@@ -69,6 +69,14 @@ Fill class_ids(const std::string& name, int classes) {
     for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % static_cast<unsigned>(classes));
   };
 }
+// Indices into an axis of length n, negative ones and repeats among them (a row gathered twice
+// gets both gradients).
+Fill indices(const std::string& name, int n) {
+  return [=](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor(name);
+    for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % (2u * n)) - n;
+  };
+}
 // Rows of probabilities along the last axis.
 Fill probabilities(const std::string& name) {
   return [=](Executor& ex, std::mt19937& rng) {
@@ -280,6 +288,9 @@ Cases calc_cases() {
          return Built{calc({a, b}, "mul(exp(%0),step(%1))"), {a}};
        },
        all_of({put("a", uniform(-1, 1)), put("b", signed_between(0.2, 1))})},
+      {"the ops added for imported models",
+       three("add(mul(erf(%0),softplus(%1)),mul(selu(%2),hardsigmoid(reciprocal(add(square(%0),1)))))"),
+       put("c", signed_between(0.2, 1))},  // away from selu's kink at 0
       {"the result is a broadcast input",
        [](Graph& g) {
          Var a = g.input("a", {2, 3}), b = g.input("b", {3});
@@ -298,6 +309,21 @@ Cases reduce_cases(Var (*f)(At, int64_t, bool), Fill fill = {}) {
     for (int64_t axis : {1, -1})
       v.push_back(unary(
           fmt::format("axis={} keepdims={}", axis, keep), [=](Var x) { return f(x, axis, keep); }, fill));
+  return v;
+}
+
+// REDUCE_PROD along the middle axis of [2,3,4] (rows of 3) and the last (rows of 4): away from 0,
+// then with exact zeros, one in some rows and two in others (a product is linear in each entry, so
+// central differences are exact there too).
+Cases prod_cases() {
+  Cases v = reduce_cases(reduce_prod, put("x", signed_between(0.5, 1.5)));
+  const Fill zeros = [](Executor& ex, std::mt19937& rng) {
+    Tensor* t = ex.tensor("x");
+    for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = signed_between(0.5, 1.5)(rng);
+    for (int64_t i : {0, 5, 12, 13, 22}) t->f32()[i] = 0;  // rows of 4: one, one, two, one
+  };
+  for (int64_t axis : {1, -1})
+    v.push_back(unary(fmt::format("zeros, axis={}", axis), [axis](Var x) { return reduce_prod(x, axis); }, zeros));
   return v;
 }
 
@@ -387,6 +413,8 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::REDUCE_SUM, reduce_cases(reduce_sum)},
       {Opcode::REDUCE_MEAN, reduce_cases(reduce_mean)},
       {Opcode::REDUCE_MAX, reduce_cases(reduce_max, distinct("x"))},
+      {Opcode::REDUCE_MIN, reduce_cases(reduce_min, distinct("x"))},
+      {Opcode::REDUCE_PROD, prod_cases()},
       {Opcode::RESHAPE, {unary("[2,3,4] -> [6,-1]", [](Var x) { return reshape(x, {6, -1}); })}},
       {Opcode::TRANSPOSE, {unary("perm=[2,0,1]", [](Var x) { return transpose(x, {2, 0, 1}); })}},
       {Opcode::CONCAT,
@@ -442,6 +470,62 @@ const std::map<Opcode, Cases>& gradcheck_table() {
        {binary("both inputs", {3, 4}, {3, 4}, [](Var a, Var b) { return bce_logits(a, b); },
                all_of({put("a", uniform(-3, 3)), put("b", uniform(0, 1))}))}},
       {Opcode::CALC, calc_cases()},
+      {Opcode::WHERE,
+       {{"cond [3,1] with [3,4] and [4]",
+         [](Graph& g) {
+           Var c = g.input("c", {3, 1}), a = g.input("a", {3, 4}), b = g.input("b", {4});
+           return Built{where(c, a, b), {a, b}};
+         },
+         all_of({put("c", [](std::mt19937& rng) { return static_cast<float>(rng() % 2); }), put("a", uniform(-1, 1)),
+                 put("b", uniform(-1, 1))})},
+        {"i32 cond, a scalar b (masked_fill)",
+         [](Graph& g) {
+           Var c = g.input("c", {2, 3}, DType::I32), a = g.input("a", {2, 3}), b = g.input("b", {});
+           return Built{where(c, a, b), {a, b}};
+         },
+         [](Executor& ex, std::mt19937& rng) {
+           Tensor* t = ex.tensor("c");
+           for (int64_t i = 0; i < t->numel(); ++i) t->i32()[i] = static_cast<int32_t>(rng() % 3) - 1;
+         }}}},
+      {Opcode::POW,
+       {binary("[3,4]^[4], a > 0", {3, 4}, {4}, [](Var a, Var b) { return pow(a, b); },
+               all_of({put("a", uniform(0.5, 2)), put("b", uniform(-2, 2))})),
+        {"negative a, whole-number b (a const)",
+         [](Graph& g) {
+           Var a = g.input("a", {2, 3});
+           Var k = g.constant("k", {3}, {2, 3, -1});
+           return Built{pow(a, k), {a}};
+         },
+         put("a", signed_between(0.5, 1.5))}}},
+      {Opcode::ERF, {unary("", [](Var x) { return erf(x); }, put("x", uniform(-2, 2)))}},
+      {Opcode::CLAMP,
+       {unary("min=-0.5 max=1", [](Var x) { return clamp(x, -0.5f, 1); }, put("x", away_from(-2, 2, {-0.5, 1}))),
+        unary("min only", [](Var x) { return clamp(x, 0.25f, INFINITY); }, put("x", away_from(-1, 1, {0.25})))}},
+      {Opcode::RECIPROCAL, {unary("away from 0", [](Var x) { return reciprocal(x); }, put("x", signed_between(0.5, 2)))}},
+      {Opcode::SOFTPLUS, {unary("", [](Var x) { return softplus(x); }, put("x", uniform(-3, 3)))}},
+      {Opcode::HARDSIGMOID,
+       {unary("defaults", [](Var x) { return hardsigmoid(x); }, put("x", away_from(-4, 4, {-2.5, 2.5}))),
+        unary("alpha=1/6", [](Var x) { return hardsigmoid(x, 1.f / 6, 0.5f); }, put("x", away_from(-4, 4, {-3, 3})))}},
+      {Opcode::HARDSWISH, {unary("", [](Var x) { return hardswish(x); }, put("x", away_from(-5, 5, {-3, 3})))}},
+      {Opcode::SELU, {unary("away from 0", [](Var x) { return selu(x); }, put("x", signed_between(0.1, 2)))}},
+      {Opcode::PRELU,
+       {binary("[2,3,4] with a per-channel [3,1]", {2, 3, 4}, {3, 1}, [](Var a, Var b) { return prelu(a, b); },
+               all_of({put("a", signed_between(0.1, 1.5)), put("b", uniform(-0.5, 0.5))}))}},
+      {Opcode::SIN, {unary("", [](Var x) { return sin(x); }, put("x", uniform(-4, 4)))}},
+      {Opcode::COS, {unary("", [](Var x) { return cos(x); }, put("x", uniform(-4, 4)))}},
+      {Opcode::GATHER,
+       {{"embedding rows (axis 0)",
+         [](Graph& g) {
+           Var d = g.input("d", {5, 3}), i = g.input("i", {2, 4}, DType::I32);
+           return Built{gather(d, i), {d}};
+         },
+         indices("i", 5)},
+        {"axis=-2 of rank 3",
+         [](Graph& g) {
+           Var d = g.input("d", {2, 4, 3}), i = g.input("i", {5}, DType::I32);
+           return Built{gather(d, i, -2), {d}};
+         },
+         indices("i", 4)}}},
   };
   return t;
 }
@@ -523,9 +607,12 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
   // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
   for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::BATCHNORM2D_BWD, Opcode::ADVANCE,
                     Opcode::LR_SCHEDULE, Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW,
-                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD})
+                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
-  for (Opcode op : {Opcode::FILL, Opcode::STEP}) EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
+  for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
+                    Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::SIGN, Opcode::ARGMAX,
+                    Opcode::ARGMIN})
+    EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
   EXPECT_GE(ops_with_rules().size(), 39u);
 }
 

@@ -180,6 +180,27 @@ TEST(Listing, ReadsInitKindsAndValues) {
   EXPECT_TRUE(std::signbit(f[3]));
 }
 
+// CLAMP's bounds default to ±inf; explicit infinite immediates read and print back as written.
+TEST(Listing, InfiniteImmediatesRoundTrip) {
+  Context ctx;
+  Program p(ctx);
+  ASSERT_OK(program_parse("input %x : f32[2]\nforward:\n  CLAMP %x -> %a\n  CLAMP %x -> %b min=-inf max=6\n"
+                          "  CLAMP %x -> %c min=0 max=inf\n",
+                          "c.nnasm", &p));
+  EXPECT_EQ(p.code()[0].f(0), -HUGE_VAL);
+  EXPECT_EQ(p.code()[0].f(1), HUGE_VAL);
+  EXPECT_EQ(p.code()[1].f(0), -HUGE_VAL);
+  EXPECT_EQ(p.code()[1].f(1), 6);
+  EXPECT_EQ(p.code()[2].f(1), HUGE_VAL);
+  const std::string once = program_print(p);
+  EXPECT_NE(once.find("min=-inf max=6"), std::string::npos) << once;
+  EXPECT_NE(once.find("min=0 max=inf"), std::string::npos) << once;
+  Context ctx2;
+  Program q(ctx2);
+  ASSERT_OK(program_parse(once, "c2.nnasm", &q));
+  EXPECT_EQ(program_print(q), once);
+}
+
 TEST(Listing, WrapsLongValueLists) {
   std::string in = "const @k : f32[3,4] = [";
   for (int i = 0; i < 12; ++i) in += std::to_string(i) + (i < 11 ? "," : "]\n");

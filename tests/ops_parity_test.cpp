@@ -179,6 +179,52 @@ void cases_gelu(ParityRun& r) {
   unary_sweep(r, {imm_enum("approx", "none")}, gelu_erf_d, -4, 4);
   unary_sweep(r, {imm_enum("approx", "tanh")}, gelu_tanh_d, -4, 4);
 }
+void cases_erf(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::erf(x); }, -4, 4); }
+void cases_clamp(ParityRun& r) {
+  struct Bounds {
+    double lo, hi;  // ±inf: left at the default
+  };
+  for (const Bounds& c : {Bounds{-INF, INF}, Bounds{-0.5, 1.25}, Bounds{0, INF}, Bounds{-INF, 6}, Bounds{1, -1}}) {
+    std::vector<ImmArg> imms;
+    if (c.lo != -INF) imms.push_back(imm_f("min", c.lo));
+    if (c.hi != INF) imms.push_back(imm_f("max", c.hi));
+    unary_sweep(r, imms, [c](double x) { return std::min(std::max(x, c.lo), c.hi); }, -8, 8);
+  }
+}
+void cases_reciprocal(ParityRun& r) { unary_sweep(r, {}, [](double x) { return 1 / x; }); }
+void cases_floor(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::floor(x); }, -8, 8); }
+void cases_ceil(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::ceil(x); }, -8, 8); }
+void cases_sign(ParityRun& r) { unary_sweep(r, {}, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }); }
+void cases_softplus(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return std::log1p(std::exp(x)); }, -20, 20);
+}
+double unit_clamp_d(double t) { return std::min(1.0, std::max(0.0, t)); }
+void cases_hardsigmoid(ParityRun& r) {
+  // ONNX's defaults; PyTorch's nn.Hardsigmoid (1/6, 1/2); another pair. The immediates as floats.
+  const double sixth = static_cast<float>(1.0 / 6);
+  unary_sweep(r, {}, [](double x) { return unit_clamp_d(static_cast<float>(0.2) * x + 0.5); }, -5, 5);
+  unary_sweep(r, {imm_f("alpha", sixth)}, [sixth](double x) { return unit_clamp_d(sixth * x + 0.5); }, -5, 5);
+  unary_sweep(r, {imm_f("alpha", 0.75), imm_f("beta", -0.25)}, [](double x) { return unit_clamp_d(0.75 * x - 0.25); },
+              -3, 3);
+}
+void cases_hardswish(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return x * unit_clamp_d(x / 6 + 0.5); }, -5, 5);
+}
+void cases_selu(ParityRun& r) {
+  const double a = static_cast<float>(1.6732632), g = static_cast<float>(1.050701);
+  unary_sweep(r, {}, [a, g](double x) { return g * (x > 0 ? x : a * std::expm1(x)); }, -6, 3);
+  unary_sweep(r, {imm_f("alpha", 1.5), imm_f("gamma", 2)}, [](double x) { return 2 * (x > 0 ? x : 1.5 * std::expm1(x)); },
+              -6, 3);
+}
+// Angles of a positional encoding's size and beyond.
+void cases_sin(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return std::sin(x); }, -8, 8);
+  unary_sweep(r, {}, [](double x) { return std::sin(x); }, -3000, 3000);
+}
+void cases_cos(ParityRun& r) {
+  unary_sweep(r, {}, [](double x) { return std::cos(x); }, -8, 8);
+  unary_sweep(r, {}, [](double x) { return std::cos(x); }, -3000, 3000);
+}
 void cases_swish(ParityRun& r) {
   unary_sweep(r, {}, [](double x) { return x * sigmoid_d(x); }, -6, 6);
   unary_sweep(r, {imm_f("beta", 1.75)}, [](double x) { return x * sigmoid_d(1.75 * x); }, -6, 6);
@@ -261,6 +307,55 @@ void cases_sub(ParityRun& r) {
 }
 void cases_mul(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a * b; }, mag_result); }
 void cases_div(ParityRun& r) { binary_sweep(r, {}, [](double a, double b) { return a / b; }, mag_result, true); }
+// POW: a > 0 with any b (exponents large enough to overflow and underflow), and a of either sign
+// with whole-number b (odd and even, negative ones); std::pow in double is the oracle.
+void cases_pow(ParityRun& r) {
+  for (const auto& [sa, sb] : binary_shapes()) {
+    HostTensor a = random_f32(sa, r.rng(), 0.05, 4);
+    const HostTensor b = random_f32(sb, r.rng(), -3, 3);
+    HostTensor a2 = random_f32(sa, r.rng(), -3, 3);
+    HostTensor b2 = random_f32(sb, r.rng(), -4, 4);
+    for (double& v : b2.v) v = std::round(v);
+    for (const auto& [x, y] : {std::pair<const HostTensor&, const HostTensor&>{a, b}, {a2, b2}}) {
+      const Shape so = broadcast_ref(sa, sb);
+      Expected e{HostTensor{TensorType{DType::F32, so}, {}}, {}, ELEMENTWISE};
+      for (int64_t i = 0; i < count_of(so); ++i) {
+        const std::vector<int64_t> idx = unravel(i, so);
+        e.t.v.push_back(std::pow(x.v[broadcast_offset(idx, 0, sa)], y.v[broadcast_offset(idx, 0, sb)]));
+      }
+      r.check({x, y}, {}, e);
+    }
+  }
+  // Beyond float's range: overflow to inf, underflow to 0.
+  const HostTensor big = host_f32({10, 10, 0.1, 2, 1e-20});
+  r.check({big, host_f32({39, -39, 50, 200, 3})}, {}, Expected{host_f32({INF, 1e-39, 1e-50, INF, 0}), {}, {1e-44, 1e-6}});
+}
+
+// Comparisons: inputs on a grid of 0.5 in [−2, 2], so that ties are common.
+void compare_sweep(ParityRun& r, const std::function<bool(double, double)>& holds) {
+  for (const auto& [sa, sb] : binary_shapes()) {
+    HostTensor a = random_f32(sa, r.rng()), b = random_f32(sb, r.rng());
+    for (HostTensor* t : {&a, &b})
+      for (double& v : t->v) v = std::round(2 * v) / 2;
+    const Shape so = broadcast_ref(sa, sb);
+    Expected e{HostTensor{TensorType{DType::F32, so}, {}}, {}, EXACT};
+    for (int64_t i = 0; i < count_of(so); ++i) {
+      const std::vector<int64_t> idx = unravel(i, so);
+      e.t.v.push_back(holds(a.v[broadcast_offset(idx, 0, sa)], b.v[broadcast_offset(idx, 0, sb)]) ? 1 : 0);
+    }
+    r.check({a, b}, {}, e);
+  }
+}
+void cases_equal(ParityRun& r) { compare_sweep(r, [](double a, double b) { return a == b; }); }
+void cases_less(ParityRun& r) { compare_sweep(r, [](double a, double b) { return a < b; }); }
+void cases_less_equal(ParityRun& r) { compare_sweep(r, [](double a, double b) { return a <= b; }); }
+void cases_greater(ParityRun& r) { compare_sweep(r, [](double a, double b) { return a > b; }); }
+void cases_greater_equal(ParityRun& r) { compare_sweep(r, [](double a, double b) { return a >= b; }); }
+
+void cases_prelu(ParityRun& r) {
+  binary_sweep(r, {}, [](double a, double b) { return a > 0 ? a : b * a; }, mag_result);
+}
+
 void cases_maximum(ParityRun& r) {
   binary_sweep(r, {}, [](double a, double b) { return a > b ? a : b; }, mag_result);
 }
@@ -665,7 +760,7 @@ void softmax_cases(ParityRun& r, bool log) {
 void cases_softmax(ParityRun& r) { softmax_cases(r, false); }
 void cases_logsoftmax(ParityRun& r) { softmax_cases(r, true); }
 
-enum class Red { SUM, MEAN, MAX };
+enum class Red { SUM, MEAN, MAX, MIN, PROD };
 
 void reduce_cases(ParityRun& r, Red kind) {
   for (const AxisCase& c : axis_cases())
@@ -679,13 +774,18 @@ void reduce_cases(ParityRun& r, Red kind) {
           yd.push_back(c.s.dims[d]);
         else if (keep)
           yd.push_back(1);
-      Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {}, kind == Red::MAX ? EXACT : sum_tol(len)};
+      const bool extremum = kind == Red::MAX || kind == Red::MIN;
+      Expected e{HostTensor{TensorType{DType::F32, shape_of(yd)}, {}}, {}, extremum ? EXACT : sum_tol(len)};
       for (const std::vector<int64_t>& line : lines_along(c.s, axis)) {
-        double acc = kind == Red::MAX ? -INF : 0, mag = 0;
+        double acc = kind == Red::MAX ? -INF : kind == Red::MIN ? INF : kind == Red::PROD ? 1 : 0, mag = 0;
         for (int64_t f : line) {
-          acc = kind == Red::MAX ? std::max(acc, x.v[f]) : acc + x.v[f];
+          if (kind == Red::MAX) acc = std::max(acc, x.v[f]);
+          else if (kind == Red::MIN) acc = std::min(acc, x.v[f]);
+          else if (kind == Red::PROD) acc *= x.v[f];
+          else acc += x.v[f];
           mag += std::fabs(x.v[f]);
         }
+        if (kind == Red::PROD) mag = std::fabs(acc);  // a product's rounding is relative to itself
         if (kind == Red::MEAN) {
           acc /= static_cast<double>(len);
           mag /= static_cast<double>(len);
@@ -701,6 +801,34 @@ void reduce_cases(ParityRun& r, Red kind) {
 void cases_reduce_sum(ParityRun& r) { reduce_cases(r, Red::SUM); }
 void cases_reduce_mean(ParityRun& r) { reduce_cases(r, Red::MEAN); }
 void cases_reduce_max(ParityRun& r) { reduce_cases(r, Red::MAX); }
+void cases_reduce_min(ParityRun& r) { reduce_cases(r, Red::MIN); }
+void cases_reduce_prod(ParityRun& r) { reduce_cases(r, Red::PROD); }
+
+// ARGMAX/ARGMIN: values on a grid of 0.5 in [−2, 2] (ties common: the first index wins).
+void arg_cases(ParityRun& r, bool max) {
+  for (const AxisCase& c : axis_cases())
+    for (bool keep : {false, true}) {
+      HostTensor x = random_f32(c.s, r.rng());
+      for (double& v : x.v) v = std::round(2 * v) / 2;
+      const int axis = axis_ref(c.axis, c.s.rank);
+      std::vector<int64_t> yd;
+      for (int d = 0; d < c.s.rank; ++d)
+        if (d != axis) yd.push_back(c.s.dims[d]);
+        else if (keep) yd.push_back(1);
+      Expected e{HostTensor{TensorType{DType::I32, shape_of(yd)}, {}}, {}, EXACT};
+      for (const std::vector<int64_t>& line : lines_along(c.s, axis)) {
+        size_t best = 0;
+        for (size_t j = 1; j < line.size(); ++j)
+          if (max ? x.v[line[j]] > x.v[line[best]] : x.v[line[j]] < x.v[line[best]]) best = j;
+        e.t.v.push_back(static_cast<double>(best));
+      }
+      std::vector<ImmArg> imms = axis_imm(c.axis);
+      if (keep) imms.push_back(imm_b("keepdims", true));
+      r.check({x}, imms, e);
+    }
+}
+void cases_argmax(ParityRun& r) { arg_cases(r, true); }
+void cases_argmin(ParityRun& r) { arg_cases(r, false); }
 
 // ---------------------------------------------------------------------------------------------
 // Shape and data movement
@@ -1371,6 +1499,7 @@ void cases_rmsprop(ParityRun& r) {
 // The table, stamped from the opcode table
 
 #include "tests/parity_cases_norm.h"
+#include "tests/parity_cases_index.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1439,6 +1568,32 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::BATCHNORM2D, cases_batchnorm2d},
       {Opcode::BATCHNORM2D_BWD, cases_batchnorm2d_bwd},
       {Opcode::DROPOUT, cases_dropout},
+      {Opcode::GATHER, cases_gather},
+      {Opcode::GATHER_BWD, cases_gather_bwd},
+      {Opcode::WHERE, cases_where},
+      {Opcode::POW, cases_pow},
+      {Opcode::ERF, cases_erf},
+      {Opcode::CLAMP, cases_clamp},
+      {Opcode::EQUAL, cases_equal},
+      {Opcode::LESS, cases_less},
+      {Opcode::LESS_EQUAL, cases_less_equal},
+      {Opcode::GREATER, cases_greater},
+      {Opcode::GREATER_EQUAL, cases_greater_equal},
+      {Opcode::PRELU, cases_prelu},
+      {Opcode::RECIPROCAL, cases_reciprocal},
+      {Opcode::FLOOR, cases_floor},
+      {Opcode::CEIL, cases_ceil},
+      {Opcode::SIGN, cases_sign},
+      {Opcode::SOFTPLUS, cases_softplus},
+      {Opcode::HARDSIGMOID, cases_hardsigmoid},
+      {Opcode::HARDSWISH, cases_hardswish},
+      {Opcode::SELU, cases_selu},
+      {Opcode::REDUCE_MIN, cases_reduce_min},
+      {Opcode::REDUCE_PROD, cases_reduce_prod},
+      {Opcode::ARGMAX, cases_argmax},
+      {Opcode::ARGMIN, cases_argmin},
+      {Opcode::SIN, cases_sin},
+      {Opcode::COS, cases_cos},
   };
   return t;
 }
@@ -1568,6 +1723,28 @@ TEST(OpSpecialValues, SoftmaxOfLargeValuesStaysFinite) {
                       run_op(Opcode::LOGSOFTMAX, {m}, {})));
 }
 
+TEST(OpSpecialValues, ReduceMinAndArgExtremaWithNaN) {
+  // NaN first, in the middle, last, and a row without NaN (ties: the first index).
+  const HostTensor x = host(DType::F32, Shape{4, 4}, {NaN, 0, 1, 2, 1, NaN, -3, 2, 1, 2, 3, NaN, -1, -5, -5, 4});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{4}, {NaN, NaN, NaN, -5}), {}, EXACT},
+                      run_op(Opcode::REDUCE_MIN, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::I32, Shape{4}, {0, 1, 3, 3}), {}, EXACT}, run_op(Opcode::ARGMAX, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::I32, Shape{4}, {0, 1, 3, 1}), {}, EXACT}, run_op(Opcode::ARGMIN, {x}, {})));
+  EXPECT_TRUE(matches(Expected{host(DType::I32, Shape{1, 4}, {0, 1, 2, 2}), {}, EXACT},
+                      run_op(Opcode::ARGMAX, {x}, {imm_i("axis", 0), imm_b("keepdims", true)})));
+  const HostTensor inf = host_f32({INF, INF});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape(), {INF}), {}, EXACT}, run_op(Opcode::REDUCE_MIN, {inf}, {})));
+}
+
+TEST(OpSpecialValues, ReduceProdOfZerosAndInfinities) {
+  const HostTensor x = host(DType::F32, Shape{4, 3}, {0, INF, 2, -0.0, 3, 1, INF, -2, 1, NaN, 0, 1});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{4}, {NaN, -0.0, -INF, NaN}), {}, EXACT},
+                      run_op(Opcode::REDUCE_PROD, {x}, {})));
+  const OpOutput y = run_op(Opcode::REDUCE_PROD, {x}, {});
+  ASSERT_TRUE(y.status) << y.status.message();
+  EXPECT_TRUE(std::signbit(y.v[1]));
+}
+
 TEST(OpSpecialValues, ReductionsOfInfinities) {
   const HostTensor x = host(DType::F32, Shape{3, 2}, {INF, 1, -INF, 1, INF, -INF});
   EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{3}, {INF, -INF, NaN}), {}, EXACT},
@@ -1576,6 +1753,89 @@ TEST(OpSpecialValues, ReductionsOfInfinities) {
                       run_op(Opcode::REDUCE_MEAN, {x}, {})));
   EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{3}, {INF, 1, INF}), {}, EXACT},
                       run_op(Opcode::REDUCE_MAX, {x}, {})));
+}
+
+// C's pow on the special cases: ±0, ±inf, NaN, negative bases.
+TEST(OpSpecialValues, PowFollowsC) {
+  const HostTensor a = host_f32({NaN, 1, -8, -2, -2, 0, -0.0, 0, -0.0, -INF, -INF, 0.5, 2, -1, INF});
+  const HostTensor b = host_f32({0, NaN, 1.0 / 3, 3, 2, -1, -1, -2, 3, 3, -2, INF, -INF, INF, -0.5});
+  EXPECT_TRUE(matches(expect_values(a, {1, 1, NaN, -8, 4, INF, -INF, INF, -0.0, -INF, 0, 0, 0, 1, 0}),
+                      run_op(Opcode::POW, {a, b}, {})));
+  // The sign of a zero result follows C: (−0)^3 = −0.
+  const OpOutput z = run_op(Opcode::POW, {host_f32({-0.0}), host_f32({3})}, {});
+  ASSERT_TRUE(z.status) << z.status.message();
+  EXPECT_TRUE(std::signbit(z.v[0]));
+}
+
+TEST(OpSpecialValues, ComparisonsOfNaNAreFalse) {
+  const HostTensor a = host_f32({NaN, NaN, 1, 0, -0.0, INF, -INF});
+  const HostTensor b = host_f32({NaN, 1, NaN, -0.0, 0, INF, INF});
+  const std::pair<Opcode, std::vector<double>> want[] = {
+      {Opcode::EQUAL, {0, 0, 0, 1, 1, 1, 0}},         {Opcode::LESS, {0, 0, 0, 0, 0, 0, 1}},
+      {Opcode::LESS_EQUAL, {0, 0, 0, 1, 1, 1, 1}},    {Opcode::GREATER, {0, 0, 0, 0, 0, 0, 0}},
+      {Opcode::GREATER_EQUAL, {0, 0, 0, 1, 1, 1, 0}}};
+  for (const auto& [op, v] : want) EXPECT_TRUE(matches(expect_values(a, v), run_op(op, {a, b}, {}))) << op_info(op).mnemonic;
+}
+
+TEST(OpSpecialValues, ClampKeepsNaNAndSignedZeros) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -0.0, 0, 3, -3});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -1, 2, 0, 0, 2, -1}),
+                      run_op(Opcode::CLAMP, {x}, {imm_f("min", -1), imm_f("max", 2)})));
+  // Unbounded: x itself, −0 included; min > max: max everywhere but NaN.
+  const OpOutput id = run_op(Opcode::CLAMP, {x}, {});
+  ASSERT_TRUE(id.status) << id.status.message();
+  EXPECT_TRUE(std::isnan(id.v[0]));
+  EXPECT_TRUE(std::signbit(id.v[3]));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 1, 1, 1, 1, 1, 1}),
+                      run_op(Opcode::CLAMP, {x}, {imm_f("min", 5), imm_f("max", 1)})));
+  // A NaN bound bounds nothing.
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -INF, 2, 0, 0, 2, -3}),
+                      run_op(Opcode::CLAMP, {x}, {imm_f("min", NaN), imm_f("max", 2)})));
+}
+
+TEST(OpSpecialValues, ErfLimits) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -0.0, 0, 10, -10, 1e-40});
+  const OpOutput y = run_op(Opcode::ERF, {x}, {});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -1, 1, 0, 0, 1, -1, 1.1283791670955126e-40}, {1e-44, 0}), y));
+  ASSERT_TRUE(y.status);
+  EXPECT_TRUE(std::signbit(y.v[3]));
+}
+
+TEST(OpSpecialValues, RoundingSignAndReciprocalAtSpecials) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -0.0, 0, -0.5, 0.5, -4, 1e-40});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -INF, INF, 0, 0, -1, 0, -4, 0}), run_op(Opcode::FLOOR, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -INF, INF, 0, 0, 0, 1, -4, 1}), run_op(Opcode::CEIL, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -1, 1, 0, 0, -1, 1, -1, 1}), run_op(Opcode::SIGN, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 0, 0, -INF, INF, -2, 2, -0.25, INF}), run_op(Opcode::RECIPROCAL, {x}, {})));
+  // Zeros keep their sign: ceil(−0.5) = −0, sign(−0) = −0, floor(−0) = −0.
+  for (Opcode op : {Opcode::FLOOR, Opcode::CEIL, Opcode::SIGN}) {
+    const OpOutput y = run_op(op, {x}, {});
+    ASSERT_TRUE(y.status) << y.status.message();
+    EXPECT_TRUE(std::signbit(y.v[3])) << op_info(op).mnemonic;
+    EXPECT_FALSE(std::signbit(y.v[4])) << op_info(op).mnemonic;
+  }
+  EXPECT_TRUE(std::signbit(run_op(Opcode::CEIL, {x}, {}).v[5]));
+}
+
+TEST(OpSpecialValues, SoftActivationsAtTheLimits) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -200, 200, 0});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 0, INF, std::exp(-200.0), 200, std::log(2.0)}, {1e-45, 1e-6}),
+                      run_op(Opcode::SOFTPLUS, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, {NaN, 0, 1, 0, 1, 0.5}), run_op(Opcode::HARDSIGMOID, {x}, {})));
+  // x·0 at −inf is NaN, as ONNX's formula and PyTorch's hardswish give.
+  EXPECT_TRUE(matches(expect_values(x, {NaN, NaN, INF, -0.0, 200, 0}), run_op(Opcode::HARDSWISH, {x}, {})));
+  const double ag = static_cast<double>(1.6732632f) * static_cast<double>(1.050701f);
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -ag, INF, -ag, 200 * static_cast<double>(1.050701f), 0}, {0, 1e-6}),
+                      run_op(Opcode::SELU, {x}, {})));
+}
+
+TEST(OpSpecialValues, SinCosAtSpecialsAndHugeAngles) {
+  const HostTensor x = host_f32({NaN, INF, -INF, -0.0, 0, 1e30, -1e-40});
+  std::vector<double> s = {NaN, NaN, NaN, 0, 0, std::sin(static_cast<double>(1e30f)), -1e-40};
+  std::vector<double> c = {NaN, NaN, NaN, 1, 1, std::cos(static_cast<double>(1e30f)), 1};
+  EXPECT_TRUE(matches(expect_values(x, s, {1e-44, 1e-6}), run_op(Opcode::SIN, {x}, {})));
+  EXPECT_TRUE(matches(expect_values(x, c, {0, 1e-6}), run_op(Opcode::COS, {x}, {})));
+  EXPECT_TRUE(std::signbit(run_op(Opcode::SIN, {x}, {}).v[3]));
 }
 
 TEST(OpSpecialValues, StepAtZeroAndNaN) {
@@ -1657,7 +1917,8 @@ TensorType f32(std::initializer_list<int64_t> d) { return TensorType{DType::F32,
 TensorType i32(std::initializer_list<int64_t> d) { return TensorType{DType::I32, Shape(d)}; }
 
 TEST(OpShapeErrors, BinaryShapesThatDoNotBroadcast) {
-  for (Opcode op : {Opcode::ADD, Opcode::SUB, Opcode::MUL, Opcode::DIV, Opcode::MAXIMUM, Opcode::MINIMUM}) {
+  for (Opcode op : {Opcode::ADD, Opcode::SUB, Opcode::MUL, Opcode::DIV, Opcode::MAXIMUM, Opcode::MINIMUM, Opcode::POW, Opcode::PRELU,
+                    Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER, Opcode::GREATER_EQUAL}) {
     const std::string mn = op_info(op).mnemonic;
     EXPECT_TRUE(append_fails(op, {f32({3, 4}), f32({5})}, {}, {mn, "f32[3,4]", "f32[5]"}));
     EXPECT_TRUE(append_fails(op, {f32({2, 3, 4}), f32({3, 2})}, {}, {mn, "f32[2,3,4]", "f32[3,2]"}));
@@ -1750,7 +2011,8 @@ TEST(OpShapeErrors, Slice) {
 }
 
 TEST(OpShapeErrors, AxisOutOfRange) {
-  for (Opcode op : {Opcode::SOFTMAX, Opcode::LOGSOFTMAX, Opcode::REDUCE_SUM, Opcode::REDUCE_MEAN, Opcode::REDUCE_MAX}) {
+  for (Opcode op : {Opcode::SOFTMAX, Opcode::LOGSOFTMAX, Opcode::REDUCE_SUM, Opcode::REDUCE_MEAN, Opcode::REDUCE_MAX,
+                    Opcode::REDUCE_MIN, Opcode::REDUCE_PROD, Opcode::ARGMAX, Opcode::ARGMIN}) {
     const std::string mn = op_info(op).mnemonic;
     EXPECT_TRUE(append_fails(op, {f32({3, 4})}, {imm_i("axis", 2)}, {mn, "f32[3,4]", "axis 2"}));
     EXPECT_TRUE(append_fails(op, {f32({3, 4})}, {imm_i("axis", -3)}, {mn, "f32[3,4]", "axis -3"}));
@@ -1766,6 +2028,7 @@ TEST(OpShapeErrors, FillValueNotAnI32) {
 
 TEST(OpShapeErrors, I32IntoFloatOps) {
   EXPECT_TRUE(append_fails(Opcode::EXP, {i32({3})}, {}, {"EXP", "i32[3]", "f32"}));
+  EXPECT_TRUE(append_fails(Opcode::LESS, {f32({3}), i32({3})}, {}, {"LESS", "operand 2", "i32[3]", "f32"}));
   EXPECT_TRUE(append_fails(Opcode::ADD, {f32({3, 4}), i32({4})}, {}, {"ADD", "operand 2", "i32[4]"}));
   EXPECT_TRUE(append_fails(Opcode::LINEAR, {f32({2, 4}), f32({4, 3}), i32({3})}, {},
                            {"LINEAR", "operand 3", "i32[3]"}));
@@ -1845,10 +2108,14 @@ TEST(OpShapeErrors, OptimizerOperands) {
   EXPECT_NE(st.message().find("SGD: output 1 must be input 1"), std::string::npos) << st.message();
 }
 
-// Operands that every op of a category accepts, with the immediates it requires.
+// Operands that every op of a category accepts, with the immediates it requires. Operands listed
+// in `i32` are i32 whatever the dtype under test (indices); `i32_out`: the output is i32 for
+// every accepted input (positions).
 struct ValidCase {
   std::vector<Shape> shapes;
   std::vector<ImmArg> imms;
+  std::vector<size_t> i32 = {};
+  bool i32_out = false;
 };
 
 ValidCase valid_case(const OpInfo& info) {
@@ -1891,6 +2158,11 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::BATCHNORM2D_BWD: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{2, 3, 4, 4}}, {}};
     case Opcode::UPSAMPLE_NEAREST: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::GLOBAL_AVGPOOL: return {{Shape{2, 3, 4, 5}}, {}};
+    case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
+    case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
+    case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};
+    case Opcode::ARGMAX:
+    case Opcode::ARGMIN: return {{Shape{3, 4}}, {}, {}, true};
     default: break;
   }
   switch (info.category) {
@@ -1907,7 +2179,10 @@ TEST(OpShapeErrors, DtypeFollowsTheFlags) {
     const ValidCase c = valid_case(info);
     for (DType dt : {DType::F32, DType::I32}) {
       std::vector<TensorType> in;
-      for (const Shape& s : c.shapes) in.push_back(TensorType{dt, s});
+      for (size_t k = 0; k < c.shapes.size(); ++k) {
+        const bool index = std::find(c.i32.begin(), c.i32.end(), k) != c.i32.end();
+        in.push_back(TensorType{index ? DType::I32 : dt, c.shapes[k]});
+      }
       Context ctx;
       Program p(ctx);
       std::vector<TensorId> ids;
@@ -1916,7 +2191,7 @@ TEST(OpShapeErrors, DtypeFollowsTheFlags) {
       if (dt == DType::F32 || (info.flags & OPF_ANY_DTYPE)) {
         EXPECT_TRUE(st.is_ok()) << dtype_name(dt) << ": " << st.message();
         if (st) {
-          EXPECT_EQ(p.desc(out).type.dtype, dt);
+          EXPECT_EQ(p.desc(out).type.dtype, c.i32_out ? DType::I32 : dt);
         }
       } else {
         EXPECT_TRUE(append_fails(info.op, in, c.imms, {info.mnemonic, in[0].str(), "f32"}));

@@ -57,6 +57,8 @@ double ref_exp(double x) { return std::exp(x); }
 double ref_expm1(double x) { return std::expm1(x); }
 double ref_log(double x) { return std::log(x); }
 double ref_tanh(double x) { return std::tanh(x); }
+double ref_erf(double x) { return std::erf(x); }
+double ref_softplus(double x) { return std::isinf(x) ? (x > 0 ? x : 0) : std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
 
 std::vector<Fn> functions() {
   return {
@@ -67,6 +69,8 @@ std::vector<Fn> functions() {
       {"sigmoid", vmath::SIGMOID_TMPS, vmath::sigmoid, ref_sigmoid, -105, 30, vmath::SIGMOID_MAX_ULP},
       {"normal_cdf", vmath::NORMAL_CDF_TMPS, vmath::normal_cdf, ref_cdf, -15, 8, vmath::NORMAL_CDF_MAX_ULP},
       {"gelu", vmath::GELU_TMPS, vmath::gelu, ref_gelu, -15, 8, vmath::GELU_MAX_ULP},
+      {"erf", vmath::ERF_TMPS, vmath::erf, ref_erf, -5, 5, vmath::ERF_MAX_ULP},
+      {"softplus", vmath::SOFTPLUS_TMPS, vmath::softplus, ref_softplus, -105, 30, vmath::SOFTPLUS_MAX_ULP},
       {"gelu_tanh", vmath::GELU_TANH_TMPS, vmath::gelu_tanh, ref_gelu_tanh, -12, 8, vmath::GELU_TANH_MAX_ULP, two_u,
        vmath::GELU_TANH_ULP_PER_2U},
   };

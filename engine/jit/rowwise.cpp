@@ -22,6 +22,26 @@ namespace {
 constexpr int64_t MAX_ELEMS = int64_t(1) << 28;  // byte displacements stay within int32
 constexpr uint32_t NAN_BITS = 0x7fc00000u;
 constexpr uint32_t NEG_INF_BITS = 0xff800000u;
+constexpr uint32_t POS_INF_BITS = 0x7f800000u;
+constexpr uint32_t ONE_BITS = 0x3f800000u;
+
+// The reductions' combining step d = a ⊕ b, and the identity of ⊕ (what fills lanes past a row).
+void combine(CodeGenerator& g, RowOp op, const Xmm& d, const Xmm& a, const Operand& b) {
+  switch (op) {
+    case RowOp::MAX: g.vmaxps(d, a, b); break;
+    case RowOp::MIN: g.vminps(d, a, b); break;
+    case RowOp::PROD: g.vmulps(d, a, b); break;
+    default: g.vaddps(d, a, b);
+  }
+}
+uint32_t identity_bits(RowOp op) {
+  switch (op) {
+    case RowOp::MAX: return NEG_INF_BITS;
+    case RowOp::MIN: return POS_INF_BITS;
+    case RowOp::PROD: return ONE_BITS;
+    default: return 0;
+  }
+}
 
 uint64_t dbits(double d) {
   uint64_t b;
@@ -107,12 +127,10 @@ class Gen {
       for (size_t i = 0; i + step < n; i += 2 * step) op(accs[i], accs[i + step]);
   }
 
-  // Lane 0 of `a` = its lanes combined by a fixed halving tree (a, t: registers below 16).
-  void hreduce_ps(const Xmm& a, const Xmm& t, bool is_max) {
-    auto op = [&](const Xmm& d, const Xmm& x) {
-      if (is_max) g.vmaxps(d, d, x);
-      else g.vaddps(d, d, x);
-    };
+  // Lane 0 of `a` = its lanes combined by a fixed halving tree with `rop`'s step (a, t: registers
+  // below 16).
+  void hreduce_ps(const Xmm& a, const Xmm& t, RowOp rop) {
+    auto op = [&](const Xmm& d, const Xmm& x) { combine(g, rop, d, d, x); };
     const int ai = a.getIdx(), ti = t.getIdx();
     if (v.avx512()) {
       g.vextractf64x4(Ymm(ti), Zmm(ai), 1);
@@ -166,13 +184,14 @@ int unroll_for(const Gen& G, int per_copy, int shared) {
 Status emit_reduce_row(CodeGenerator& cg, const RowSpec& s) {
   // Register map:
   //   rsi x row, rdx y element, r8 rows left, r9 sweep index, rax scratch
-  //   vregs 0..3 accumulators, 4..7 loaded vectors, 8..11 NaN flags (MAX, AVX2; AVX-512: k3..k6),
-  //   12 fill scratch (AVX2), 15 tail mask (AVX2); k1 tail mask, k2 compare scratch
+  //   vregs 0..3 accumulators, 4..7 loaded vectors, 8..11 NaN flags (MAX/MIN, AVX2; AVX-512:
+  //   k3..k6), 12 fill scratch (AVX2), 15 tail mask (AVX2); k1 tail mask, k2 compare scratch
   Gen G(cg, s.isa);
   CodeGenerator& g = cg;
   VecGen& v = G.v;
   constexpr int U = 4;
-  const bool mx = s.op == RowOp::MAX;
+  const bool mx = s.op == RowOp::MAX || s.op == RowOp::MIN;  // NaN-propagating extrema
+  const uint32_t id = identity_bits(s.op);
   const int tail = static_cast<int>(s.len % G.W);
   if (tail && !v.avx512()) G.mask = G.r(15);
   auto acc = [&](int c) { return G.r(c); };
@@ -190,32 +209,26 @@ Status emit_reduce_row(CodeGenerator& cg, const RowSpec& s) {
       g.L(row);
     }
     for (int c = 0; c < U; ++c) {
-      if (mx) {
-        g.vmovups(acc(c), v.cst_bits(NEG_INF_BITS));
-        G.nan_clear(c, flag(c));
-      } else {
-        g.vxorps(acc(c), acc(c), acc(c));
-      }
+      if (id) g.vmovups(acc(c), v.cst_bits(id));
+      else g.vxorps(acc(c), acc(c), acc(c));
+      if (mx) G.nan_clear(c, flag(c));
     }
     G.sweep(s.len, U, [&](int c, const Off& o, int count) {
       if (!mx) {
         if (count == G.W) {
-          g.vaddps(acc(c), acc(c), G.at(g.rsi, o));
+          combine(g, s.op, acc(c), acc(c), G.at(g.rsi, o));
         } else {
-          v.load(x(c), G.at(g.rsi, o), count);
-          g.vaddps(acc(c), acc(c), x(c));
+          G.load_fill(x(c), G.at(g.rsi, o), count, id, G.r(12));
+          combine(g, s.op, acc(c), acc(c), x(c));
         }
       } else {
-        G.load_fill(x(c), G.at(g.rsi, o), count, NEG_INF_BITS, G.r(12));
-        g.vmaxps(acc(c), x(c), acc(c));  // a NaN x leaves acc; the flags record it
+        G.load_fill(x(c), G.at(g.rsi, o), count, id, G.r(12));
+        combine(g, s.op, acc(c), x(c), acc(c));  // a NaN x leaves acc; the flags record it
         G.nan_track(c, x(c), flag(c));
       }
     });
-    G.tree({acc(0), acc(1), acc(2), acc(3)}, [&](const Xmm& a, const Xmm& b) {
-      if (mx) g.vmaxps(a, a, b);
-      else g.vaddps(a, a, b);
-    });
-    G.hreduce_ps(acc(0), x(0), mx);
+    G.tree({acc(0), acc(1), acc(2), acc(3)}, [&](const Xmm& a, const Xmm& b) { combine(g, s.op, a, a, b); });
+    G.hreduce_ps(acc(0), x(0), s.op);
     const Xmm res(0);
     if (s.op == RowOp::MEAN) g.vdivss(res, res, v.cst(static_cast<float>(s.len)));
     if (mx) {
@@ -290,13 +303,14 @@ Status emit_reduce_col(CodeGenerator& cg, const RowSpec& s) {
   // Register map:
   //   rsi x (outer slice), rdx y (outer slice), r10/r11 x/y block bases, rax x walker, r9 axis
   //   counter, rcx block counter, r8 outer counter
-  //   vregs 0..3 accumulators, 4..7 loaded vectors, 8..11 NaN flags (MAX, AVX2; AVX-512: k3..k6),
-  //   15 tail mask (AVX2); k1 tail mask, k2 compare scratch
+  //   vregs 0..3 accumulators, 4..7 loaded vectors, 8..11 NaN flags (MAX/MIN, AVX2; AVX-512:
+  //   k3..k6), 15 tail mask (AVX2); k1 tail mask, k2 compare scratch
   Gen G(cg, s.isa);
   CodeGenerator& g = cg;
   VecGen& v = G.v;
   constexpr int U = 4;
-  const bool mx = s.op == RowOp::MAX;
+  const bool mx = s.op == RowOp::MAX || s.op == RowOp::MIN;
+  const uint32_t id = identity_bits(s.op);
   const int tail = static_cast<int>(s.inner % G.W);
   if (tail && !v.avx512()) G.mask = G.r(15);
   auto acc = [&](int c) { return G.r(c); };
@@ -318,27 +332,24 @@ Status emit_reduce_col(CodeGenerator& cg, const RowSpec& s) {
     col_blocks(G, s.inner, U, [&](int nv, int last) {
       auto cnt = [&](int c) { return c == nv - 1 ? last : G.W; };
       for (int c = 0; c < nv; ++c) {
-        if (mx) {
-          g.vmovups(acc(c), v.cst_bits(NEG_INF_BITS));
-          G.nan_clear(c, flag(c));
-        } else {
-          g.vxorps(acc(c), acc(c), acc(c));
-        }
+        if (id) g.vmovups(acc(c), v.cst_bits(id));
+        else g.vxorps(acc(c), acc(c), acc(c));
+        if (mx) G.nan_clear(c, flag(c));
       }
       g.mov(g.rax, g.r10);
       col_walk(G, s.len, s.inner, g.rax, nullptr, [&] {
         for (int c = 0; c < nv; ++c) {
           const Address a = g.ptr[g.rax + c * G.v.vbytes()];
           if (!mx && cnt(c) == G.W) {
-            g.vaddps(acc(c), acc(c), a);
+            combine(g, s.op, acc(c), acc(c), a);
             continue;
           }
-          v.load(x(c), a, cnt(c));
+          v.load(x(c), a, cnt(c));  // lanes past cnt are never stored
           if (mx) {
-            g.vmaxps(acc(c), x(c), acc(c));
+            combine(g, s.op, acc(c), x(c), acc(c));
             G.nan_track(c, x(c), flag(c));
           } else {
-            g.vaddps(acc(c), acc(c), x(c));
+            combine(g, s.op, acc(c), acc(c), x(c));
           }
         }
       });
@@ -395,7 +406,7 @@ void row_max(Gen& G, const SmRegs& R, int64_t len) {
     g.vmaxps(R.acc(c), R.x(c), R.acc(c));
   });
   G.tree(R.accs(), [&](const Xmm& a, const Xmm& b) { g.vmaxps(a, a, b); });
-  G.hreduce_ps(R.acc(0), R.x(0), true);
+  G.hreduce_ps(R.acc(0), R.x(0), RowOp::MAX);
   g.vbroadcastss(R.m(), Xmm(R.acc(0).getIdx()));
 }
 
@@ -411,7 +422,7 @@ void row_sum_exp(Gen& G, const SmRegs& R, int64_t len, bool store) {
     G.add_masked(R.acc(c), R.x(c), count);
   });
   G.tree(R.accs(), [&](const Xmm& a, const Xmm& b) { g.vaddps(a, a, b); });
-  G.hreduce_ps(R.acc(0), R.x(0), false);
+  G.hreduce_ps(R.acc(0), R.x(0), RowOp::SUM);
 }
 
 // s = ln Σ in every lane, from lane 0 of acc(0).
@@ -639,7 +650,7 @@ Status emit_softmax_ce(CodeGenerator& cg, const CeSpec& s) {
           g.vaddps(R.acc(c), R.acc(c), R.t1(c));
         });
         G.tree(R.accs(), [&](const Xmm& a, const Xmm& b) { g.vaddps(a, a, b); });
-        G.hreduce_ps(R.acc(0), R.x(0), false);
+        G.hreduce_ps(R.acc(0), R.x(0), RowOp::SUM);
         g.vmovss(d, d, Xmm(R.acc(0).getIdx()));
       }
       g.vcvtss2sd(d, d, d);
@@ -788,6 +799,8 @@ const char* row_op_name(RowOp op) {
     case RowOp::SUM: return "reduce_sum";
     case RowOp::MEAN: return "reduce_mean";
     case RowOp::MAX: return "reduce_max";
+    case RowOp::MIN: return "reduce_min";
+    case RowOp::PROD: return "reduce_prod";
   }
   return "?";
 }

@@ -25,14 +25,15 @@ namespace nnasm {
 
 using KernelRef = std::shared_ptr<const JitKernel>;
 
-enum class RowOp : uint8_t { SOFTMAX, LOGSOFTMAX, SUM, MEAN, MAX };
+enum class RowOp : uint8_t { SOFTMAX, LOGSOFTMAX, SUM, MEAN, MAX, MIN, PROD };
 
 // One op along one axis of x, split outer × len × inner (all ≥ 1). SOFTMAX/LOGSOFTMAX write
-// x's shape; SUM/MEAN/MAX write outer × inner floats.
+// x's shape; SUM/MEAN/MAX/MIN/PROD write outer × inner floats.
 //   SOFTMAX (row): pass 1 max, pass 2 e = e^(x − m) stored to y while summing, pass 3 y ·= 1/Σ.
 //   LOGSOFTMAX (row): pass 1 max, pass 2 Σ e^(x − m), pass 3 y = (x − m) − ln Σ.
 //   (col: the same passes, per lane.) The max ignores NaN as std::fmax does (a NaN still makes
-//   the row NaN through the sum); REDUCE_MAX propagates NaN as the reference does.
+//   the row NaN through the sum); REDUCE_MAX and REDUCE_MIN propagate NaN as the reference does.
+//   PROD multiplies as SUM adds (identity 1 in the lanes past the row's end).
 // Errors: sizes beyond 2^28 elements, xbyak's own. Allocates; thread-safe as the cache is.
 struct RowSpec {
   RowOp op = RowOp::SUM;

@@ -33,6 +33,11 @@ const float ERFC_P[] = {-5.657216907e-01f, 1.367759228e+00f, 9.705312550e-02f, -
                         -4.246525094e-02f, 2.967068255e-01f,  -4.273263365e-02f, -2.506826818e-01f,
                         1.300606281e-01f,  1.517676115e-01f,  -1.317063570e-01f};
 constexpr float ERFC_T0 = 0.578125f;
+// erf(x) = x·P(x²) on |x| < 0.5: Taylor's coefficients 2/√π·(−1)^k/(k!(2k+1)), to x^13 (the
+// next term is below 1e−9 there).
+const float ERF_P[] = {1.128379167e+00f, -3.761263890e-01f, 1.128379167e-01f, -2.686617065e-02f,
+                       5.223977625e-03f, -8.548327023e-04f, 1.205533298e-04f};
+constexpr float ERF_SMALL = 0.5f;
 // Beyond |x| = 15, Φ(x) is 0 or 1 and x·Φ(x) rounds to 0 or x.
 constexpr float CDF_CLAMP = 15.f;
 
@@ -326,6 +331,45 @@ void normal_cdf(VecGen& v, const Xmm& dst, const Xmm& x, const Regs& t) {
   const VMask neg = v.mask(0, t[0]);
   v.cmp(neg, x, v.cst(0.f), VecGen::CMP_LT);
   v.blend(dst, neg, t[4], t[3]);
+}
+
+void erf(VecGen& v, const Xmm& dst, const Xmm& x, const Regs& t) {
+  // t5: x·√2 (erfc_parts's argument: it gives erfc(|t5|/√2) = erfc(|x|)); t0–t4 as erfc_parts;
+  // then t3: erfc, t4: 1 − erfc with x's sign, t1: x² then |x|, t2: the series, t3: the mask
+  CodeGenerator& g = v.g;
+  g.vmulps(t[5], x, v.cst(1.41421354f));
+  erfc_parts(v, t[5], t);
+  exp_tail(v, t[3], t[3], t[2], t[1], {t[4], t[0]});
+  g.vmovups(t[4], v.cst(1.f));
+  g.vsubps(t[4], t[4], t[3]);
+  g.vandps(t[0], x, v.cst_bits(SIGN));
+  g.vorps(t[4], t[4], t[0]);
+  g.vmulps(t[1], x, x);
+  horner(v, t[2], t[1], ERF_P);
+  g.vmulps(t[2], t[2], x);
+  g.vandps(t[1], x, v.cst_bits(ABS));
+  const VMask small = v.mask(0, t[3]);
+  v.cmp(small, t[1], v.cst(ERF_SMALL), VecGen::CMP_LT);  // NaN: the erfc branch, which keeps it
+  v.blend(dst, small, t[4], t[2]);
+}
+
+void softplus(VecGen& v, const Xmm& dst, const Xmm& x, const Regs& t) {
+  // t0: −|x|, then u = e^−|x|; t1: w = 1 + u, then w − 1, then the ratio; t2: ln w, then the
+  // result; t3–t5: log's scratch, then t3: the w = 1 mask, then max(x, 0)
+  CodeGenerator& g = v.g;
+  g.vorps(t[0], x, v.cst_bits(SIGN));
+  exp(v, t[0], t[0], {t[1], t[2]});
+  g.vaddps(t[1], t[0], v.cst(1.f));
+  log(v, t[2], t[1], {t[3], t[4], t[5]});
+  g.vsubps(t[1], t[1], v.cst(1.f));
+  const VMask one = v.mask(0, t[3]);
+  v.cmp(one, t[1], v.cst(0.f), VecGen::CMP_EQ);
+  g.vdivps(t[1], t[0], t[1]);
+  g.vmulps(t[2], t[2], t[1]);
+  v.move_if(t[2], one, t[0]);
+  g.vxorps(t[3], t[3], t[3]);
+  g.vmaxps(t[3], t[3], x);  // NaN x: x (the second operand)
+  g.vaddps(dst, t[3], t[2]);
 }
 
 void gelu(VecGen& v, const Xmm& dst, const Xmm& x, const Regs& t) {

@@ -1,5 +1,5 @@
 // Vectorized math as in-register snippets for AVX2 and AVX-512: exp, expm1, log, tanh, sigmoid,
-// the normal CDF and the two GELU forms. Each function emits code that computes dst = f(x) for
+// the normal CDF, erf, softplus and the two GELU forms. Each function emits code that computes dst = f(x) for
 // every lane, using only the scratch registers it is given; kernels (engine/jit/elementwise.h)
 // paste them into their loops.
 //
@@ -15,7 +15,8 @@
 //     An ulp is the spacing of floats at the exact result (2^-149 in the denormal range). Measured
 //     maxima over 2^25 sweep points (both ISAs give the same bits for these inputs): exp 0.95,
 //     expm1 1.63, log 0.95, tanh 1.35, sigmoid 2.31, normal_cdf 5.47, gelu 5.53, gelu_tanh
-//     1.63 + 3·|2u| ulp. The bounds below leave a margin over those.
+//     1.63 + 3·|2u| ulp; erf 2.45 and softplus 2.56 (tests/vmath_test.cpp's sweep and random
+//     bit patterns). The bounds below leave a margin over those.
 #pragma once
 #include <vector>
 
@@ -83,6 +84,21 @@ constexpr int GELU_TANH_TMPS = 6;
 constexpr double GELU_TANH_MAX_ULP = 4;
 constexpr double GELU_TANH_ULP_PER_2U = 3;
 void gelu_tanh(VecGen& v, const Xbyak::Xmm& dst, const Xbyak::Xmm& x, const Regs& t);
+
+// erf x: x·P(x²) (Taylor's series to x^13) for |x| < 0.5, else 1 − erfc(|x|) with x's sign, erfc
+// as normal_cdf's (of x·√2). erf(±0) = ±0, erf(±inf) = ±1; saturates to ±1 exactly beyond
+// |x| ≈ 3.92; denormals go through the series (x·2/√π, rounded once).
+constexpr int ERF_TMPS = 6;
+constexpr double ERF_MAX_ULP = 4;
+void erf(VecGen& v, const Xbyak::Xmm& dst, const Xbyak::Xmm& x, const Regs& t);
+
+// softplus x = ln(1 + e^x), as max(x, 0) + log1p(e^−|x|); log1p(u) from the log of w = 1 + u
+// as ln w·u/(w − 1) (exact w − 1; u itself once w rounds to 1), so the lower tail keeps its
+// relative accuracy (softplus(−100) is the denormal e^−100). softplus(−inf) = +0,
+// softplus(+inf) = +inf.
+constexpr int SOFTPLUS_TMPS = 6;
+constexpr double SOFTPLUS_MAX_ULP = 4;
+void softplus(VecGen& v, const Xbyak::Xmm& dst, const Xbyak::Xmm& x, const Regs& t);
 
 // The constants of the tanh form: √(2/π) and 0.044715.
 constexpr double GELU_TANH_K = 0.7978845608028654;

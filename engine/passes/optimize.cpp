@@ -10,6 +10,7 @@ namespace nnasm {
 const std::vector<PassInfo>& all_passes() {
   static const std::vector<PassInfo> passes = {
       {"const-fold", 1, pass_const_fold, "instructions whose inputs are all constants run once, at optimization"},
+      {"pow-reduce", 1, pass_pow_reduce, "POW by a constant 2, 3, 0.5 or -1 becomes SQUARE, a CALC, SQRT or RECIPROCAL"},
       {"identities", 1, pass_identities, "x·1, x+0, SCALE by 1, reshape of reshape, transpose of transpose"},
       {"scale-fold", 1, pass_scale_fold, "SCALE into ADD/SUB's alpha and beta; scales of scales multiply"},
       {"transpose-fold", 1, pass_transpose_fold, "a transpose of the last two dimensions into MATMUL's flags"},

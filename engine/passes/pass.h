@@ -56,6 +56,7 @@ void add_note(Instruction& ins, const std::string& why);
 // The passes (engine/passes/*.cpp).
 Result<int> pass_dce(Program& p);
 Result<int> pass_identities(Program& p);
+Result<int> pass_pow_reduce(Program& p);
 Result<int> pass_scale_fold(Program& p);
 Result<int> pass_transpose_fold(Program& p);
 Result<int> pass_linear_fusion(Program& p);

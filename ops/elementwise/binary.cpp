@@ -4,17 +4,33 @@
 //   ADD [alpha, beta]  alpha·a + beta·b      SUB      a − b
 //   MUL                a·b                   DIV      a / b (IEEE: ±inf or NaN on 0)
 //   MAXIMUM            max(a, b)             MINIMUM  min(a, b)
+//   POW                a^b as std::pow (C's powf: pow(x, ±0) = 1 and pow(1, y) = 1 even for NaN,
+//                      a negative a gives NaN unless b is a whole number, pow(±0, b < 0) = ±inf)
+//   PRELU              a > 0 ? a : b·a (a: x, b: the slope, broadcast; ONNX PRelu, nn.PReLU)
+//   EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL
+//                      1 where a = b, a < b, a ≤ b, a > b, a ≥ b, else 0 (f32 masks that compose with
+//                      MUL and WHERE; any NaN compares false, so EQUAL(NaN, NaN) = 0; −0 = +0)
 // Inputs     a, b: f32; shapes broadcast numpy-style (trailing dimensions aligned; a dimension
 //            of 1, or a missing one, stretches).
 // Outputs    y: f32, the broadcast shape.
 // Gradient   ADD: alpha·dy, beta·dy. SUB: dy, −dy. MUL: dy·b, dy·a. DIV: dy/b, −(dy/b)·y.
 //            MAXIMUM/MINIMUM: dy goes to the winning side (to a on ties), by a STEP mask.
+//            POW, as PyTorch: da = dy·b·a^(b−1), 0 where b = 0; db = dy·y·ln a, 0 where a = 0 and
+//            b ≥ 0 (so NaN for a < 0); both from POW, LOG, MUL, STEP and WHERE.
+//            PRELU, as PyTorch: dx = dy where x > 0, dy·slope elsewhere; dslope = dy·x where
+//            x ≤ 0, 0 elsewhere (GREATER, MUL and WHERE). Comparisons: zero (piecewise constant).
 //            Each gradient is summed over the dimensions its input was broadcast along.
 // Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
 //            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
 //            one side a single element (_ascalar/_bscalar), a bias row ([n] with [m, n]: _arow/
 //            _brow), a per-row value ([m, 1] with [m, n]: _acol/_bcol). Other broadcasts run the
 //            reference. Each op is one ElementwiseOp (elementwise_op.h), which CALC composes.
+//            POW has no generated kernel and is no CALC building block: a vectorized pow within a
+//            few ulp needs ln a in more than float precision (the error of b·ln a is amplified by
+//            up to |b·ln a| ≈ 89 in the result), which vmath does not have. What real models
+//            raise to a power is a constant (x², x³, √x): the pow-reduce pass
+//            (engine/passes/pow_reduce.cpp) turns those into SQUARE, CALC, SQRT and
+//            RECIPROCAL, which have kernels; other POWs run the reference loop.
 // Notes      MAXIMUM/MINIMUM propagate NaN from either side (as numpy.maximum, torch.maximum).
 #include <cmath>
 
@@ -34,6 +50,13 @@ float f_mul(float a, float b, Params) { return a * b; }
 float f_div(float a, float b, Params) { return a / b; }
 float f_maximum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 float f_minimum(float a, float b, Params) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+float f_pow(float a, float b, Params) { return std::pow(a, b); }
+float f_prelu(float a, float b, Params) { return a > 0 ? a : b * a; }
+float f_equal(float a, float b, Params) { return a == b ? 1.f : 0.f; }
+float f_less(float a, float b, Params) { return a < b ? 1.f : 0.f; }
+float f_less_equal(float a, float b, Params) { return a <= b ? 1.f : 0.f; }
+float f_greater(float a, float b, Params) { return a > b ? 1.f : 0.f; }
+float f_greater_equal(float a, float b, Params) { return a >= b ? 1.f : 0.f; }
 
 // Only ADD has immediates (alpha, beta); the other functions ignore theirs.
 Params params(const EwImms& m) { return Params{m.f[0], m.f[1]}; }
@@ -119,6 +142,30 @@ Status g_extremum(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx d
   return reduce_back(b, ins, need, da, need[1] ? b.emit(Opcode::SUB, {dy[0], da}) : NO_TENSOR, dx);
 }
 
+Status g_pow(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId a = ins.in[0], e = ins.in[1], zero = b.constant(0.f);
+  TensorId da = NO_TENSOR, db = NO_TENSOR;
+  if (need[0]) {
+    const TensorId e1 = b.emit(Opcode::ADD, {e, b.constant(1.f)}, {{"beta", imm_f(-1)}});
+    const TensorId d = b.emit(Opcode::MUL, {e, b.emit(Opcode::POW, {a, e1})});
+    da = b.emit(Opcode::MUL, {dy[0], b.emit(Opcode::WHERE, {e, d, zero})});  // 0 where b = 0
+  }
+  if (need[1]) {
+    const TensorId u = b.emit(Opcode::MUL, {ins.out[0], b.emit(Opcode::LOG, {a})});
+    // 0 where a = 0 and b ≥ 0 (STEP(b) = 1), where y·ln a would be 0·(−inf) or 1·(−inf).
+    const TensorId at_zero = b.emit(Opcode::WHERE, {b.emit(Opcode::STEP, {e}), zero, u});
+    db = b.emit(Opcode::MUL, {dy[0], b.emit(Opcode::WHERE, {a, u, at_zero})});
+  }
+  return reduce_back(b, ins, need, da, db, dx);
+}
+
+Status g_prelu(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
+  const TensorId x = ins.in[0], zero = b.constant(0.f);
+  const TensorId pos = b.emit(Opcode::GREATER, {x, zero});
+  return reduce_back(b, ins, need, need[0] ? b.emit(Opcode::WHERE, {pos, dy[0], b.emit(Opcode::MUL, {dy[0], ins.in[1]})}) : NO_TENSOR,
+                     need[1] ? b.emit(Opcode::WHERE, {pos, zero, b.emit(Opcode::MUL, {dy[0], x})}) : NO_TENSOR, dx);
+}
+
 // ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
@@ -162,6 +209,30 @@ OpSnippet s_extremum(const EwImms&) {
           }};
 }
 
+// leakyrelu's snippet with the slope from a register: b·a, kept where a ≤ 0 (or NaN).
+OpSnippet s_prelu(const EwImms&) {
+  return {"prelu", "", 2, [](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            v.g.vmulps(t[0], s[1], s[0]);
+            const VMask pos = v.mask(0, t[1]);
+            v.cmp(pos, s[0], v.cst(0.f), VecGen::CMP_GT);
+            v.blend(y, pos, t[0], s[0]);
+          }};
+}
+// 1 where the ordered compare holds (false on NaN, as the reference's), +0 elsewhere.
+OpSnippet compare(const char* name, int pred) {
+  return {name, "", 2, [pred](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {
+            const VMask m = v.mask(0, t[0]);
+            v.cmp(m, s[0], s[1], pred);
+            v.g.vmovups(t[1], v.cst(1.f));
+            v.keep(y, m, t[1]);
+          }};
+}
+OpSnippet s_equal(const EwImms&) { return compare("equal", VecGen::CMP_EQ); }
+OpSnippet s_less(const EwImms&) { return compare("less", VecGen::CMP_LT); }
+OpSnippet s_less_equal(const EwImms&) { return compare("less_equal", VecGen::CMP_LE); }
+OpSnippet s_greater(const EwImms&) { return compare("greater", VecGen::CMP_GT); }
+OpSnippet s_greater_equal(const EwImms&) { return compare("greater_equal", VecGen::CMP_GE); }
+
 }  // namespace
 
 ELEMENTWISE_OP(binary, 2, ADD, f_add, g_add, s_add)
@@ -170,5 +241,12 @@ ELEMENTWISE_OP(binary, 2, MUL, f_mul, g_mul, s_mul)
 ELEMENTWISE_OP(binary, 2, DIV, f_div, g_div, s_div)
 ELEMENTWISE_OP(binary, 2, MAXIMUM, f_maximum, g_extremum<true>, s_extremum<true>)
 ELEMENTWISE_OP(binary, 2, MINIMUM, f_minimum, g_extremum<false>, s_extremum<false>)
+OpHooks op_hooks_POW() { return {binary_shape, binary_ref<f_pow>, nullptr, g_pow}; }
+ELEMENTWISE_OP(binary, 2, PRELU, f_prelu, g_prelu, s_prelu)
+ELEMENTWISE_OP(binary, 2, EQUAL, f_equal, no_gradient, s_equal)
+ELEMENTWISE_OP(binary, 2, LESS, f_less, no_gradient, s_less)
+ELEMENTWISE_OP(binary, 2, LESS_EQUAL, f_less_equal, no_gradient, s_less_equal)
+ELEMENTWISE_OP(binary, 2, GREATER, f_greater, no_gradient, s_greater)
+ELEMENTWISE_OP(binary, 2, GREATER_EQUAL, f_greater_equal, no_gradient, s_greater_equal)
 
 }  // namespace nnasm

@@ -291,18 +291,6 @@ using Dy = const std::vector<TensorId>&;
 using Need = const std::vector<bool>&;
 using Dx = std::vector<TensorId>*;
 
-// A constant of the expression as a tensor, for the rules that read it.
-TensorId constant(GradBuilder& b, float value) {
-  Program& p = b.program();
-  TensorDesc d;
-  d.name = p.fresh_name("calc.k");
-  d.role = Role::CONST;
-  d.type = TensorType{DType::F32, Shape()};
-  d.values = {value};
-  Result<TensorId> id = p.declare(std::move(d));
-  return id ? id.value() : NO_TENSOR;
-}
-
 Status calc_grad(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
   Result<std::vector<ExprNode>> parsed = parse_checked(ins);
   if (!parsed) return parsed.status();
@@ -325,7 +313,7 @@ Status calc_grad(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx
   for (int i = 0; i <= root; ++i) {
     const ExprNode& e = nodes[i];
     if (e.kind == ExprKind::INPUT) value[i] = ins.in[e.input];
-    if (e.kind == ExprKind::CONST) value[i] = constant(b, e.value);
+    if (e.kind == ExprKind::CONST) value[i] = b.constant(e.value);
     if (e.kind != ExprKind::CALL) continue;
     if (i == root) {
       value[i] = ins.out[0];

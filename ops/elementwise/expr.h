@@ -5,8 +5,9 @@
 //   input  := "%" digits                          the CALC's input k, from 0
 //   number := [-] digits [. digits] [e [±] digits]  | inf | -inf | nan   an f32 constant
 //   name   := the lowercase mnemonic of an elementwise op: scale neg exp log sqrt abs square relu
-//             leakyrelu elu clipped_relu sigmoid tanh gelu swish step add sub mul div maximum
-//             minimum act_bwd
+//             leakyrelu elu clipped_relu sigmoid tanh gelu swish step erf clamp reciprocal floor
+//             ceil sign softplus hardsigmoid hardswish selu add sub mul div maximum minimum prelu
+//             equal less less_equal greater greater_equal act_bwd
 //   key    := one of the op's immediates, as its schema names it; value: a number, or an enum
 //             choice (gelu(%0,approx=tanh)). Immediates left out take the op's defaults.
 // Spaces may separate tokens. e.g. "exp(sub(%0,%1))", "add(scale(%0,alpha=2),%1,beta=-1)".

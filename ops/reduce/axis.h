@@ -28,6 +28,24 @@ inline AxisSplit split_at(const KernelArgs* k, int imm_k) {
   return split_at(s, normalize_axis(k->ins->i(imm_k), s.rank));
 }
 
+// Calls f(line, o·inner + i) for every line along the axis (one per output of a reduction):
+// `line` points at its first element, the later ones `inner` apart.
+template <typename T, typename F>
+void for_each_line(const AxisSplit& sp, const T* x, F&& f) {
+  for (int64_t o = 0; o < sp.outer; ++o)
+    for (int64_t i = 0; i < sp.inner; ++i) f(x + o * sp.len * sp.inner + i, o * sp.inner + i);
+}
+
+// `s` reduced along `axis`: the axis dropped, or kept as 1 with keepdims.
+inline Shape reduced_shape(const Shape& s, int axis, bool keepdims) {
+  Shape y;
+  for (int i = 0; i < s.rank; ++i) {
+    if (i == axis && !keepdims) continue;
+    y.dims[y.rank++] = i == axis ? 1 : s[i];
+  }
+  return y;
+}
+
 // Normalizes immediate `imm_k` as an axis of `t`; error names the op and operand.
 inline Status axis_of(const Instruction& ins, int imm_k, const TensorType& t, int* axis) {
   const int64_t a = ins.i(imm_k);
