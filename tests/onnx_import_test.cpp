@@ -1,0 +1,194 @@
+// The ONNX importer on small models built in code (tests/onnx/model_builder.h): the program it
+// records (instructions, params, names) and what that program computes, against plain loops
+// written here; shape-subgraph folding; renamings; symbolic dimensions; every unsupported node in
+// one report; malformed files (truncated bytes, short raw_data, negative dimensions, attributes of
+// the wrong type) as errors naming the part.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "serialize/listing.h"
+#include "serialize/model_file.h"
+#include "serialize/onnx/onnx_import.h"
+#include "tests/onnx/model_builder.h"
+
+namespace nnasm {
+namespace {
+
+using F = std::vector<float>;
+
+struct Imported {
+  Context ctx;
+  Program p{ctx};
+  ImportReport report;
+  Status status;
+};
+
+std::unique_ptr<Imported> import(const std::string& bytes, const OnnxImportOptions& o = {}) {
+  auto r = std::make_unique<Imported>();
+  r->status = onnx_import(bytes, "m.onnx", o, &r->p, &r->report);
+  // The problems ride along in the message, so that a failed expectation shows them.
+  if (!r->status) r->status = Status::error(fmt::format("{}\n  {}", r->status.message(), fmt::join(r->report.problems, "\n  ")));
+  return r;
+}
+
+// Runs `p` on `inputs` (by name) and returns output `name`'s values.
+F run(Program& p, const std::map<std::string, F>& inputs, const std::string& name) {
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+  if (!ex) return {};
+  for (const auto& [n, v] : inputs) {
+    const Tensor& t = p.context().at(p.find(n));
+    EXPECT_EQ(t.numel(), static_cast<int64_t>(v.size())) << n;
+    std::copy(v.begin(), v.end(), t.f32());
+  }
+  (*ex)->run();
+  const Tensor& y = p.context().at(p.find(name));
+  return F(y.f32(), y.f32() + y.numel());
+}
+
+// The mnemonics of the program's instructions, in order.
+std::vector<std::string> mnemonics(const Program& p) {
+  std::vector<std::string> v;
+  for (const Instruction& ins : p.code()) v.push_back(ins.info().mnemonic);
+  return v;
+}
+
+F ramp(size_t n, float scale = 0.1f, float offset = -0.3f) {
+  F v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = offset + scale * static_cast<float>((i * 7) % 11) - 0.01f * static_cast<float>(i);
+  return v;
+}
+
+void expect_near(const F& got, const F& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "element " << i;
+}
+
+// x [2,4] → Gemm(W1 [3,4], transB, as PyTorch's Linear exports) → Relu → Gemm(W2 [3,2]) →
+// Softmax(axis 1).
+OnnxModelBuilder mlp(const F& w1, const F& b1, const F& w2, const F& b2) {
+  OnnxModelBuilder m(13);
+  m.input("x", {2, 4}).output("y");
+  m.initializer("fc1.weight", {3, 4}, w1).initializer("fc1.bias", {3}, b1);
+  m.initializer("fc2.weight", {3, 2}, w2).initializer("fc2.bias", {2}, b2);
+  OnnxModelBuilder::attr(m.node("Gemm", {"x", "fc1.weight", "fc1.bias"}, {"h"}, "fc1"), "transB", int64_t(1));
+  m.node("Relu", {"h"}, {"r"}, "relu");
+  m.node("Gemm", {"r", "fc2.weight", "fc2.bias"}, {"z"}, "fc2");
+  OnnxModelBuilder::attr(m.node("Softmax", {"z"}, {"y"}, "softmax"), "axis", int64_t(1));
+  return m;
+}
+
+TEST(OnnxImport, MlpGemmReluSoftmaxMatchesLoops) {
+  const F w1 = ramp(12), b1 = ramp(3, 0.2f), w2 = ramp(6, 0.3f, -0.5f), b2 = {0.1f, -0.2f}, x = ramp(8, 0.5f, -1);
+  auto m = import(mlp(w1, b1, w2, b2).bytes());
+  ASSERT_TRUE(m->status.is_ok()) << m->status.message();
+  EXPECT_EQ(m->report.nodes, 4u);
+  EXPECT_EQ(m->report.imported, 4u);
+  EXPECT_TRUE(m->report.complete());
+  EXPECT_EQ(mnemonics(m->p), (std::vector<std::string>{"MATMUL", "ADD", "RELU", "MATMUL", "ADD", "SOFTMAX"}));
+  // Weights are trainable params under their ONNX names; graph tensors keep theirs.
+  for (const char* w : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
+    ASSERT_NE(m->p.find(w), NO_TENSOR) << w;
+    EXPECT_EQ(m->p.desc(m->p.find(w)).role, Role::PARAM) << w;
+  }
+  EXPECT_EQ(m->p.desc(m->p.find("x")).role, Role::INPUT);
+  EXPECT_TRUE(m->p.desc(m->p.find("y")).is_output);
+
+  F want(4);
+  for (int i = 0; i < 2; ++i) {
+    float h[3], z[2];
+    for (int o = 0; o < 3; ++o) {
+      h[o] = b1[o];
+      for (int k = 0; k < 4; ++k) h[o] += x[i * 4 + k] * w1[o * 4 + k];
+      h[o] = std::max(h[o], 0.f);
+    }
+    for (int o = 0; o < 2; ++o) {
+      z[o] = b2[o];
+      for (int k = 0; k < 3; ++k) z[o] += h[k] * w2[k * 2 + o];
+    }
+    const float mx = std::max(z[0], z[1]);
+    const float s = std::exp(z[0] - mx) + std::exp(z[1] - mx);
+    for (int o = 0; o < 2; ++o) want[i * 2 + o] = std::exp(z[o] - mx) / s;
+  }
+  expect_near(run(m->p, {{"x", x}}, "y"), want);
+}
+
+TEST(OnnxImport, ConvBatchNormMaxPoolMatchesLoops) {
+  const int C = 2, O = 3, H = 6, W = 6;
+  const F x = ramp(C * H * W, 0.25f, -1), w = ramp(O * C * 9, 0.05f, -0.2f), b = {0.1f, -0.1f, 0.05f};
+  const F gamma = {1.5f, 0.5f, -1}, beta = {0.1f, 0.2f, 0.3f}, mean = {0.05f, -0.1f, 0.2f}, var = {0.5f, 1, 2};
+  OnnxModelBuilder m(13);
+  m.input("x", {1, C, H, W}).output("y");
+  m.initializer("w", {O, C, 3, 3}, w).initializer("b", {O}, b);
+  m.initializer("gamma", {O}, gamma).initializer("beta", {O}, beta).initializer("mean", {O}, mean).initializer("var", {O}, var);
+  onnx::NodeProto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxModelBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxModelBuilder::attr(m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"}, "bn"), "epsilon", 1e-3f);
+  onnx::NodeProto& pool = m.node("MaxPool", {"n"}, {"y"}, "pool");
+  OnnxModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxModelBuilder::attr(pool, "strides", std::vector<int64_t>{2, 2});
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), (std::vector<std::string>{"CONV2D", "BATCHNORM2D", "MAXPOOL2D"}));
+  // Running statistics are state (updated when fine-tuning in training mode), γ and β params.
+  EXPECT_EQ(r->p.desc(r->p.find("mean")).role, Role::STATE);
+  EXPECT_EQ(r->p.desc(r->p.find("var")).role, Role::STATE);
+  EXPECT_EQ(r->p.desc(r->p.find("gamma")).role, Role::PARAM);
+  // ONNX's momentum 0.9 keeps 90% of the running statistics: nnasm's (PyTorch's) 0.1.
+  EXPECT_FLOAT_EQ(r->p.code()[1].f(1), 0.1f);
+
+  F n(O * H * W);
+  for (int o = 0; o < O; ++o)
+    for (int i = 0; i < H; ++i)
+      for (int j = 0; j < W; ++j) {
+        float s = b[o];
+        for (int c = 0; c < C; ++c)
+          for (int u = 0; u < 3; ++u)
+            for (int v = 0; v < 3; ++v) {
+              const int yi = i + u - 1, xj = j + v - 1;
+              if (yi >= 0 && yi < H && xj >= 0 && xj < W) s += w[((o * C + c) * 3 + u) * 3 + v] * x[(c * H + yi) * W + xj];
+            }
+        n[(o * H + i) * W + j] = gamma[o] * (s - mean[o]) / std::sqrt(var[o] + 1e-3f) + beta[o];
+      }
+  F want(O * 3 * 3);
+  for (int o = 0; o < O; ++o)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        float mx = -INFINITY;
+        for (int u = 0; u < 2; ++u)
+          for (int v = 0; v < 2; ++v) mx = std::max(mx, n[(o * H + 2 * i + u) * W + 2 * j + v]);
+        want[(o * 3 + i) * 3 + j] = mx;
+      }
+  expect_near(run(r->p, {{"x", x}}, "y"), want, 1e-4f);
+}
+
+// x.view(x.size(0), -1) as torch.onnx.export writes it: Shape → Gather → Unsqueeze → Concat →
+// Reshape. Everything but the Reshape is known at import time and leaves no instruction.
+TEST(OnnxImport, FoldsPyTorchsShapeSubgraph) {
+  OnnxModelBuilder m(13);
+  m.input("x", {2, 3, 4}).output("y");
+  m.node("Shape", {"x"}, {"shape"});
+  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"zero"}), "value", {}, {0});
+  m.node("Gather", {"shape", "zero"}, {"batch"});
+  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"axes"}), "value", {1}, {0});
+  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"});
+  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"minus1"}), "value", {1}, {-1});
+  OnnxModelBuilder::attr(m.node("Concat", {"batch1", "minus1"}, {"target"}), "axis", int64_t(0));
+  m.node("Reshape", {"x", "target"}, {"y"});
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(r->report.imported, 8u);
+  EXPECT_EQ(mnemonics(r->p), std::vector<std::string>{"RESHAPE"});
+  EXPECT_EQ(r->p.desc(r->p.find("y")).type.str(), "f32[2,12]");
+  const F x = ramp(24);
+  EXPECT_EQ(run(r->p, {{"x", x}}, "y"), x);
+}
+
+}  // namespace
+}  // namespace nnasm
