@@ -66,7 +66,9 @@ TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
 # Plain C samples of the C API (api/nnasm.h), linked against the static library.
 SAMPLE_C_SRC := $(wildcard samples/*.c)
-TEST_SRC  := $(wildcard tests/*_test.cpp) tests/onnx/node_case.cpp
+# Code the suite shares with other programs (the ONNX node-test runner with tests/onnx/conformance.cpp).
+TEST_SUPPORT_SRC := tests/onnx/node_case.cpp
+TEST_SRC  := $(wildcard tests/*_test.cpp) $(TEST_SUPPORT_SRC)
 # C sources of the suite: the C API's header compiled as strict C99.
 TEST_C_SRC := $(wildcard tests/*.c)
 # Tests that need a process of their own (e.g. a replaced global operator new).
@@ -141,7 +143,7 @@ onnx-conformance: deps
 	@$(MAKE) $(JOBS) $(CONFORMANCE)
 	$(CONFORMANCE) $(ONNX_NODE_DIR) $(BUILD)/onnx-conformance.md
 
-$(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp tests/onnx/node_case.cpp) $(LIB_A)
+$(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp $(TEST_SUPPORT_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -202,7 +204,7 @@ $(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC))
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
 # One test file alone, for working on it: make build/tests/only/listing_test
-$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(LIB_A)
+$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 

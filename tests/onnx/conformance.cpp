@@ -1,7 +1,8 @@
 // The ONNX backend node tests, every one (`make onnx-conformance`): imports and runs each test of
 // libonnx-testdata's data/node/ (tests/onnx/node_case.h says how) and writes a Markdown table —
 // passed / failed / unsupported per test with the first reason, the totals, and per op type —
-// to OUT (default build/onnx-conformance.md); prints the totals.
+// to OUT (default build/onnx-conformance.md), and the names of the tests that passed to
+// OUT.passed.txt (the .md replaced); prints the totals.
 //
 //   onnx_conformance [NODE_DIR [OUT.md]]
 //
@@ -113,10 +114,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> claimed = onnx_supported_ops();
   Tally total;
   std::map<std::string, Tally> per_op;
-  std::string rows;
+  std::string rows, passed;
   for (const std::string& t : tests) {
     const NodeCaseResult r = run_isolated(dir + "/" + t);
     total.add(r.outcome);
+    if (r.outcome == NodeCaseResult::PASSED) passed += t + "\n";
     for (const std::string& op : r.op_types) per_op[op].add(r.outcome);
     rows += fmt::format("| {} | {} | {} | {} |\n", t, outcome_name(r.outcome), cell(fmt::format("{}", fmt::join(r.op_types, " "))),
                         cell(r.reason));
@@ -138,8 +140,11 @@ int main(int argc, char** argv) {
                       std::binary_search(claimed.begin(), claimed.end(), op) ? "yes" : "", t.total(), t.passed, t.failed,
                       t.unsupported);
   md += "\n## Tests\n\n| test | result | op types | first reason |\n|---|---|---|---|\n" + rows;
+  // The passed tests, as tests/onnx/passing_node_tests.txt lists them for the regression test.
+  const std::string list = out.substr(0, out.rfind(".md")) + ".passed.txt";
   Status s = write_file_atomic(out, md);
+  if (s) s = write_file_atomic(list, passed);
   if (!s) fmt::print(stderr, "onnx_conformance: {}\n", s.message());
-  fmt::print("{}\nwrote {}\n", summary, out);
+  fmt::print("{}\nwrote {} and {}\n", summary, out, list);
   return total.failed == 0 && s ? 0 : 1;
 }
