@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include "engine/executor.h"
+#include "engine/optimizer.h"
 #include "serialize/listing.h"
 #include "serialize/model_file.h"
 #include "serialize/onnx/onnx_import.h"
+#include "shell/shell.h"
 #include "tests/onnx/model_builder.h"
 
 namespace nnasm {
@@ -169,20 +171,10 @@ TEST(OnnxImport, ConvBatchNormMaxPoolMatchesLoops) {
   expect_near(run(r->p, {{"x", x}}, "y"), want, 1e-4f);
 }
 
-// x.view(x.size(0), -1) as torch.onnx.export writes it: Shape → Gather → Unsqueeze → Concat →
-// Reshape. Everything but the Reshape is known at import time and leaves no instruction.
+// x.view(x.size(0), -1) as torch.onnx.export writes it (tests/onnx/model_builder.h): everything
+// but the Reshape is known at import time and leaves no instruction.
 TEST(OnnxImport, FoldsPyTorchsShapeSubgraph) {
-  OnnxModelBuilder m(13);
-  m.input("x", {2, 3, 4}).output("y");
-  m.node("Shape", {"x"}, {"shape"});
-  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"zero"}), "value", {}, {0});
-  m.node("Gather", {"shape", "zero"}, {"batch"});
-  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"axes"}), "value", {1}, {0});
-  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"});
-  OnnxModelBuilder::attr_tensor_i64(m.node("Constant", {}, {"minus1"}), "value", {1}, {-1});
-  OnnxModelBuilder::attr(m.node("Concat", {"batch1", "minus1"}, {"target"}), "axis", int64_t(0));
-  m.node("Reshape", {"x", "target"}, {"y"});
-  auto r = import(m.bytes());
+  auto r = import(pytorch_view_model().bytes());
   ASSERT_TRUE(r->status.is_ok()) << r->status.message();
   EXPECT_EQ(r->report.imported, 8u);
   EXPECT_EQ(mnemonics(r->p), std::vector<std::string>{"RESHAPE"});
@@ -257,8 +249,8 @@ TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
 // their results is counted as not imported without a line of its own.
 TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   OnnxModelBuilder m(13);
-  m.input("x", {1, 2, 4, 4}).initializer("w", {2, 2, 3, 3}, F(36, 0.1f)).output("a").output("b").output("c");
-  m.node("ConvTranspose", {"x", "w"}, {"up"}, "Conv_12");
+  m.input("x", {1, 2, 4, 4}).initializer("grid", {1, 4, 4, 2}, F(32, 0.1f)).output("a").output("b").output("c");
+  m.node("GridSample", {"x", "grid"}, {"up"}, "GridSample_12");
   m.node("Relu", {"up"}, {"a"}, "after_up");
   m.node("Erf", {"x"}, {"b"});
   m.node("Relu", {"x"}, {"c"}, "fine");
@@ -267,7 +259,7 @@ TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   auto r = import(m.bytes());
   ASSERT_FALSE(r->status.is_ok());
   EXPECT_EQ(r->report.problems, (std::vector<std::string>{
-                                    "node 'Conv_12' (op ConvTranspose, opset 13): not supported",
+                                    "node 'GridSample_12' (op GridSample, opset 13): not supported",
                                     "node #2 (op Erf, opset 13): not supported",
                                     "node 'custom' (op Gelu, opset 13): domain 'com.microsoft' is not supported",
                                 }));
@@ -359,6 +351,31 @@ TEST(OnnxImport, SavesAndLoadsAsAModelFile) {
   Status s = model_decode(image, "m.nnm", &q);
   ASSERT_TRUE(s.is_ok()) << s.message();
   EXPECT_EQ(run(q, {{"x", x}}, "y"), want);
+}
+
+// An imported model fine-tunes like a recorded one: a loss on its logits (the second Gemm's
+// output), make_trainable, and training steps lower the loss by changing the imported weights.
+TEST(OnnxImport, AnImportedModelFineTunes) {
+  auto m = import(mlp(ramp(12), ramp(3, 0.2f), ramp(6, 0.3f, -0.5f), {0.1f, -0.2f}).bytes());
+  ASSERT_TRUE(m->status.is_ok()) << m->status.message();
+  Program& p = m->p;
+  Graph g(p);
+  g.output(mse(Var(&g, p.find("z")), g.constant("target", {2, 2}, {1, -1, -1, 1})), "loss");
+  ASSERT_TRUE(g.status().is_ok()) << g.status().message();
+  Status s = make_trainable(p, p.find("loss"), sgd(0.5));
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  const F x = ramp(8, 0.5f, -1);
+  std::copy(x.begin(), x.end(), m->ctx.at(p.find("x")).f32());
+  const Tensor& w = m->ctx.at(p.find("fc1.weight"));
+  const F before(w.f32(), w.f32() + w.numel());
+  (*ex)->run();
+  const float first = m->ctx.at(p.find("loss")).f32()[0];
+  for (int k = 0; k < 20; ++k) (*ex)->train_step();
+  (*ex)->run();
+  EXPECT_LT(m->ctx.at(p.find("loss")).f32()[0], 0.5f * first);
+  EXPECT_NE(F(w.f32(), w.f32() + w.numel()), before);
 }
 
 TEST(OnnxImport, TheOpTableIsSortedAndLookupsFindEveryEntry) {

@@ -2,6 +2,7 @@
 // Concat → Reshape, with Cast, Range, ConstantOfShape and integer arithmetic in between) computed
 // on values known then, so that the shapes and axes other nodes need are constants. Also
 // Constant, and Cast at run time where it changes nothing nnasm stores.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -33,21 +34,58 @@ std::vector<int64_t> broadcast_index(const std::vector<int64_t>& out, const std:
   return index;
 }
 
-// One integer operation, checked: false on overflow or division by zero.
-bool int_op(const std::string& op, int64_t a, int64_t b, int64_t* y) {
-  if (op == "Add") return !__builtin_add_overflow(a, b, y);
+// One integer operation, checked: false on overflow or division by zero. Mod follows the
+// divisor's sign (Python's %) unless `fmod` (C's).
+bool int_op(const std::string& op, int64_t a, int64_t b, bool fmod, int64_t* y) {
+  if (op == "Add" || op == "Sum") return !__builtin_add_overflow(a, b, y);
   if (op == "Sub") return !__builtin_sub_overflow(a, b, y);
   if (op == "Mul") return !__builtin_mul_overflow(a, b, y);
+  if (op == "Max" || op == "Min") {
+    *y = op == "Max" ? std::max(a, b) : std::min(a, b);
+    return true;
+  }
   if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-  *y = a / b;  // truncated toward zero, as C and ONNX Runtime divide integers
+  if (op == "Div") {
+    *y = a / b;  // truncated toward zero, as C and ONNX Runtime divide integers
+    return true;
+  }
+  *y = a % b;
+  if (!fmod && *y != 0 && (*y < 0) != (b < 0)) *y += b;
   return true;
 }
 
+// The same on floats; Max and Min propagate NaN, as numpy's maximum and minimum.
 float float_op(const std::string& op, float a, float b) {
-  if (op == "Add") return a + b;
+  if (op == "Add" || op == "Sum") return a + b;
   if (op == "Sub") return a - b;
   if (op == "Mul") return a * b;
-  return a / b;
+  if (op == "Div") return a / b;
+  if (op == "Mod") return std::fmod(a, b);
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  return op == "Max" ? std::max(a, b) : std::min(a, b);
+}
+
+// y = a `op` b elementwise with numpy broadcasting; a and b of one type.
+Status host_binary(const std::string& op, const HostTensor& a, const HostTensor& b, bool fmod, HostTensor* y) {
+  if (a.type != b.type) return Status::errorf("inputs are {} and {}", onnx_type_name(a.type), onnx_type_name(b.type));
+  std::vector<int64_t> dims;
+  NNASM_TRY(broadcast_dims(a.dims, b.dims, &dims));
+  NNASM_TRY(check_fold_size(dims));
+  const std::vector<int64_t> ia = broadcast_index(dims, a.dims), ib = broadcast_index(dims, b.dims);
+  *y = HostTensor();
+  y->type = a.type;
+  y->dims = dims;
+  for (size_t k = 0; k < ia.size(); ++k) {
+    if (a.is_float()) {
+      y->f.push_back(float_op(op, a.f[ia[k]], b.f[ib[k]]));
+      continue;
+    }
+    int64_t v;
+    if (!int_op(op, a.i[ia[k]], b.i[ib[k]], fmod, &v) || !onnx_type_holds(y->type, v))
+      return Status::errorf("element {} overflows {} or divides by zero", k, onnx_type_name(y->type));
+    y->i.push_back(v);
+  }
+  return Status::ok();
 }
 
 // The ONNX type a Cast or CastLike node converts to.
@@ -204,30 +242,27 @@ Status fold_range(NodeLowering& n) {
 
 Status fold_arith(NodeLowering& n) {
   const std::string& op = n.node().op_type;
-  const bool unary = op == "Neg";
-  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
-  const HostTensor *a, *b;
+  const bool variadic = op == "Max" || op == "Min" || op == "Sum", unary = op == "Neg";
+  NNASM_TRY(n.expect_inputs(unary || variadic ? 1 : 2, variadic ? -1 : unary ? 1 : 2));
+  int64_t fmod = 0;
+  if (op == "Mod") NNASM_TRY(n.attr("fmod", &fmod));
+  const HostTensor* a;
   NNASM_TRY(n.host(0, "A", &a));
-  NNASM_TRY(n.host(unary ? 0 : 1, "B", &b));
-  if (a->type != b->type)
-    return Status::errorf("inputs are {} and {}", onnx_type_name(a->type), onnx_type_name(b->type));
-  std::vector<int64_t> dims;
-  NNASM_TRY(broadcast_dims(a->dims, b->dims, &dims));
-  NNASM_TRY(check_fold_size(dims));
-  const std::vector<int64_t> ia = broadcast_index(dims, a->dims), ib = broadcast_index(dims, b->dims);
-  HostTensor y;
-  y.type = a->type;
-  y.dims = dims;
-  for (size_t k = 0; k < ia.size(); ++k) {
-    if (a->is_float()) {
-      y.f.push_back(unary ? -a->f[ia[k]] : float_op(op, a->f[ia[k]], b->f[ib[k]]));
-      continue;
-    }
-    int64_t v;
-    const bool ok = unary ? int_op("Sub", 0, a->i[ia[k]], &v) : int_op(op, a->i[ia[k]], b->i[ib[k]], &v);
-    if (!ok || !onnx_type_holds(y.type, v))
-      return Status::errorf("element {} overflows {} or divides by zero", k, onnx_type_name(y.type));
-    y.i.push_back(v);
+  if (op == "Mod" && a->is_float() && fmod == 0) return Status::error("fmod=0 on floats is not defined");
+  HostTensor y = *a;
+  if (unary) {
+    HostTensor zero;  // a scalar 0 of a's type
+    zero.type = a->type;
+    if (a->is_float()) zero.f = {0};
+    else zero.i = {0};
+    NNASM_TRY(host_binary("Sub", zero, *a, false, &y));
+  }
+  for (int k = 1; k < n.inputs(); ++k) {
+    const HostTensor* b;
+    NNASM_TRY(n.host(k, "B", &b));
+    HostTensor z;
+    NNASM_TRY(host_binary(op, y, *b, fmod != 0, &z));
+    y = std::move(z);
   }
   n.set(0, std::move(y));
   return Status::ok();

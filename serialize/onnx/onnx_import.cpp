@@ -58,9 +58,9 @@ class Importer {
                         : fmt::format("the model's opset is {}; the importer reads opsets {} to {}", opset, MIN_OPSET, MAX_OPSET));
       return Status::errorf("{}: error: {}", what, r_.problems.back());
     }
-    for (const auto& [name, shape] : o_.shapes)
-      if (!std::any_of(m_.graph.inputs.begin(), m_.graph.inputs.end(), [&](const OnnxValueInfo& v) { return v.name == name; }))
-        return Status::errorf("{}: error: --shape {}: the model has no graph input of that name", what, name);
+    for (const auto& given : o_.shapes)
+      if (!std::any_of(m_.graph.inputs.begin(), m_.graph.inputs.end(), [&](const OnnxValueInfo& v) { return v.name == given.first; }))
+        return Status::errorf("{}: error: --shape {}: the model has no graph input of that name", what, given.first);
     for (const OnnxValueInfo& v : m_.graph.inputs) l_.graph_inputs.insert(v.name);
     for (const OnnxValueInfo& v : m_.graph.outputs) l_.graph_outputs.insert(v.name);
     reserve_names();
@@ -195,6 +195,7 @@ class Importer {
       if (it == l_.values().end()) return Status::errorf("input '{}' is not defined before this node", in);
       upstream_failed |= it->second.kind == OnnxValue::Kind::FAILED;
     }
+    if (n.outputs.empty()) return Status::error("has no outputs");
     for (const std::string& o : n.outputs)
       if (!o.empty() && l_.values().count(o)) return Status::errorf("output '{}' is already defined", o);
     if (onnx_find_op(n.op_type) == nullptr) return Status::error("not supported");
@@ -263,8 +264,9 @@ class Importer {
     const std::string& name = l_.names().map(out.name);
     if (p.desc(id).role != Role::TEMPORARY || p.desc(id).name != name || marked->count(id)) {
       Instruction copy = make_instruction(Opcode::COPY, {id}, {});
-      Result<TensorId> y = p.find(name) == NO_TENSOR ? l_.declare(out.name, TensorDesc(), false)
-                                                     : p.declare([&] { TensorDesc d; d.name = l_.temp_name(name + ".out"); return d; }(), false);
+      TensorDesc fresh;
+      if (p.find(name) != NO_TENSOR) fresh.name = l_.temp_name(name + ".out");
+      Result<TensorId> y = fresh.name.empty() ? l_.declare(out.name, fresh, false) : p.declare(fresh, false);
       if (!y) return y.status();
       if (p.desc(*y).name != name)
         r_.notes.push_back(fmt::format("graph output '{}' is %{} (an input has its name)", out.name, p.desc(*y).name));

@@ -100,8 +100,8 @@ Status OnnxLowering::materialize(OnnxValue& v, const std::string& name, Role rol
       for (int64_t k = 0; k < n; ++k) d.values[k] = h.as_double(k);
     }
   }
-  Result<TensorId> id = name.empty() ? p_.declare([&] { d.name = temp_name("c"); return d; }(), true)
-                                     : declare(name, d, true);
+  if (name.empty()) d.name = temp_name("c");
+  Result<TensorId> id = name.empty() ? p_.declare(d, true) : declare(name, d, true);
   if (!id) return id.status();
   if (weight) {
     // A weight's values live in its storage, which a model file saves and prepare keeps.
@@ -153,6 +153,7 @@ Status NodeLowering::host(int k, const char* what, const HostTensor** out) const
 std::vector<int64_t> NodeLowering::dims(int k) const {
   const OnnxValue& v = value(k);
   if (v.kind == OnnxValue::Kind::HOST) return v.host.dims;
+  if (v.kind == OnnxValue::Kind::FAILED) return {};  // absent: the mapping's input check says so
   return shape_dims(program().desc(v.id).type.shape);
 }
 
@@ -285,7 +286,20 @@ Status NodeLowering::scalar(float x, TensorId* out) {
   return constant(t, out);
 }
 
+Status NodeLowering::filled(const std::vector<int64_t>& dims, float value, TensorId* out) {
+  TensorDesc d;
+  d.role = Role::CONST;
+  d.init = InitSpec{InitKind::CONSTANT, value, 0};
+  NNASM_TRY(dims_to_shape(dims, &d.type.shape));
+  d.name = l_.temp_name("c");
+  Result<TensorId> id = program().declare(std::move(d), true);
+  if (!id) return id.status();
+  *out = *id;
+  return Status::ok();
+}
+
 void NodeLowering::set(int k, TensorId id, OnnxType type) {
+  if (k >= outputs()) return;  // an optional output the node does not list
   OnnxValue& v = results_[k];
   v.kind = OnnxValue::Kind::TENSOR;
   v.id = id;
@@ -293,6 +307,7 @@ void NodeLowering::set(int k, TensorId id, OnnxType type) {
 }
 
 void NodeLowering::set(int k, HostTensor t) {
+  if (k >= outputs()) return;
   OnnxValue& v = results_[k];
   v.kind = OnnxValue::Kind::HOST;
   v.type = t.type;

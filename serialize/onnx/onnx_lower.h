@@ -58,7 +58,7 @@ class NodeLowering {
   bool is_host(int k) const { return value(k).kind == OnnxValue::Kind::HOST; }
   // Input k's values, which must be known at import time; `what` names the input in the error.
   Status host(int k, const char* what, const HostTensor** out) const;
-  // Input k's dimensions (known for every value, at import time or not).
+  // Input k's dimensions (known for every value, at import time or not); empty when absent.
   std::vector<int64_t> dims(int k) const;
   OnnxType type(int k) const { return value(k).type; }
   // Input k as a tensor of the program, materializing values known at import time (`role` for
@@ -96,6 +96,8 @@ class NodeLowering {
   Status constant(const HostTensor& t, TensorId* out);
   // A rank-0 f32 const.
   Status scalar(float v, TensorId* out);
+  // An f32 const of `dims` holding `value` everywhere (an init kind: no values are stored).
+  Status filled(const std::vector<int64_t>& dims, float value, TensorId* out);
   TensorType tensor_type(TensorId id) const { return program().desc(id).type; }
 
   // Outputs: each wanted output (a non-empty name) gets a tensor or values.

@@ -2,7 +2,9 @@
 // instructions and/or the one that computes it at import time (folding), and the mapping
 // functions themselves, one file per family:
 //   onnx_ops_elementwise.cpp  activations, arithmetic (numpy broadcasting), Clip, Pow, PRelu
-//   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, BatchNormalization
+//   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
+//   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN
+//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
@@ -13,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "serialize/onnx/onnx_host.h"
 #include "serialize/onnx/onnx_lower.h"
 
 namespace nnasm {
@@ -46,7 +49,7 @@ Status map_pow(NodeLowering& n);
 Status map_gemm(NodeLowering& n);
 Status map_matmul(NodeLowering& n);
 Status map_conv(NodeLowering& n);
-Status map_batchnorm(NodeLowering& n);
+Status map_conv_transpose(NodeLowering& n);
 Status map_dropout(NodeLowering& n);
 // Conv's and the pools' padding per spatial axis, [begins..., ends...], from auto_pad (NOTSET,
 // VALID, SAME_UPPER, SAME_LOWER) or pads; strides and dilations must be positive.
@@ -56,12 +59,19 @@ Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::
 // and back.
 Status rows_as_images(NodeLowering& n, TensorId x, TensorId* y);
 Status images_as_rows(NodeLowering& n, TensorId x, TensorId* y);
+// onnx_ops_loss.cpp
+Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
 // onnx_ops_pool.cpp
 Status map_pool(NodeLowering& n);         // MaxPool, AveragePool
 Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
 // onnx_ops_reduce.cpp
 Status map_reduce(NodeLowering& n);
 Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
+// One-axis reductions `op` of x over `axes` (descending), keeping dimensions of 1 when `keep`.
+Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
+// onnx_ops_norm.cpp
+Status map_batchnorm(NodeLowering& n);
+Status map_axes_norm(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
 // onnx_ops_shape.cpp
 Status map_identity(NodeLowering& n);
 Status fold_identity(NodeLowering& n);
@@ -77,6 +87,9 @@ Status map_pad(NodeLowering& n);
 Status map_expand(NodeLowering& n);
 Status map_tile(NodeLowering& n);
 Status map_depth_to_space(NodeLowering& n);  // DepthToSpace, SpaceToDepth
+// Records SLICEs of x along each axis whose range is not the whole axis (steps of 1 only; an
+// empty range is an error).
+Status slice_to(NodeLowering& n, TensorId x, const std::vector<SliceRange>& ranges, TensorId* y);
 // onnx_ops_resize.cpp
 Status map_resize(NodeLowering& n);       // Upsample, Resize
 // onnx_fold.cpp
@@ -85,7 +98,7 @@ Status fold_shape(NodeLowering& n);       // Shape, Size
 Status fold_gather(NodeLowering& n);
 Status fold_constant_of_shape(NodeLowering& n);
 Status fold_range(NodeLowering& n);
-Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Neg on values known at import time
+Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Neg, Max, Min, Sum at import time
 Status fold_cast(NodeLowering& n);        // Cast, CastLike
 Status map_cast(NodeLowering& n);
 

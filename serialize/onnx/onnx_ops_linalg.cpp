@@ -1,7 +1,6 @@
-// ONNX's Gemm, MatMul, Conv, BatchNormalization and Dropout onto MATMUL, CONV2D, BATCHNORM2D and
-// DROPOUT. A 1-D convolution is the 2-D one over images of height 1; padding CONV2D cannot
-// express (unequal at the two ends) is a PAD first; a batch norm whose statistics are not
-// tensors declared up front is its formula in one CALC.
+// ONNX's Gemm, MatMul, Conv and Dropout onto MATMUL, CONV2D and DROPOUT. A 1-D convolution is the
+// 2-D one over images of height 1; padding CONV2D cannot express (unequal at the two ends) is a
+// PAD first.
 #include <algorithm>
 
 #include "serialize/onnx/onnx_host.h"
@@ -142,41 +141,91 @@ Status map_conv(NodeLowering& n) {
   return Status::ok();
 }
 
-Status map_batchnorm(NodeLowering& n) {
-  NNASM_TRY(n.expect_inputs(5, 5));
-  float eps = 1e-5f, momentum = 0.9f;
-  int64_t spatial = 1, training = 0;
-  NNASM_TRY(n.attr("epsilon", &eps));
-  NNASM_TRY(n.attr("momentum", &momentum));
-  NNASM_TRY(n.attr("spatial", &spatial));
-  NNASM_TRY(n.attr("training_mode", &training));
-  if (spatial != 1) return Status::error("spatial=0 (statistics per element) is not supported");
-  if (training != 0) return Status::error("training_mode=1 is not supported (nnasm's run mode decides)");
-  for (int k = 1; k < n.outputs(); ++k)
-    if (n.wants(k)) return Status::errorf("output {} (a training statistic) is not supported", k + 1);
-  if (n.dims(0).size() < 2) return Status::error("the input must have rank 2 or more");
-  if (momentum < 0 || momentum > 1) return Status::errorf("momentum {} is outside [0, 1]", momentum);
-  TensorId x, p[4], y;
-  NNASM_TRY(n.tensor(0, &x));
-  for (int k = 0; k < 4; ++k) NNASM_TRY(n.tensor(k + 1, &p[k], k < 2 ? Role::PARAM : Role::STATE));
-  // ONNX's momentum keeps that much of the running statistics; nnasm's (PyTorch's) takes that
-  // much of the batch's, which only fine-tuning in training mode uses.
-  const auto up_front = [&](TensorId id) {
-    const TensorDesc& d = n.program().desc(id);
-    return d.declared_up_front() && d.role != Role::CONST;
-  };
-  if (up_front(p[2]) && up_front(p[3])) {
-    NNASM_TRY(n.emit(Opcode::BATCHNORM2D, {x, p[0], p[1], p[2], p[3]},
-                     {{"eps", imm_f(eps)}, {"momentum", imm_f(1 - momentum)}}, &y));
-  } else {
-    // Statistics that are computed or constant: the inference formula, per channel (axis 1).
-    std::vector<int64_t> channel(n.dims(0).size() - 1, 1);
-    channel[0] = n.dims(0)[1];
-    for (TensorId& t : p) NNASM_TRY(n.reshape(t, channel, &t));
-    NNASM_TRY(n.emit(Opcode::CALC, {x, p[0], p[1], p[2], p[3]},
-                     {{"expr", imm_str(fmt::format("add(mul(div(sub(%0,%3),sqrt(add(%4,{}))),%1),%2)", float_to_string(eps)))}},
-                     &y));
+// ConvTranspose as CONV2D_BWD_DATA (the adjoint of a convolution is a transposed one; ONNX's
+// weights [C_in, C_out/group, k...] are CONV2D's [O, C/groups, k...] with O = C_in). The padding
+// both ends share is the instruction's; the rest is cropped with SLICEs afterwards.
+Status map_conv_transpose(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 3));
+  const std::vector<int64_t> dx = n.dims(0), dw = n.dims(1);
+  if (dx.size() != 3 && dx.size() != 4)
+    return Status::errorf("input is rank {}; only 1-D and 2-D transposed convolutions (rank 3 and 4) are supported", dx.size());
+  if (dw.size() != dx.size()) return Status::errorf("weights are rank {}, input rank {}", dw.size(), dx.size());
+  if (dw[0] != dx[1]) return Status::errorf("the weights are for {} input channels, the input has {}", dw[0], dx[1]);
+  const size_t s = dx.size() - 2;
+  std::vector<int64_t> kernel(dw.begin() + 2, dw.end()), given_kernel = kernel, stride(s, 1), dilation(s, 1),
+      out_pad(s, 0), out_shape, pads(2 * s, 0);
+  int64_t group = 1;
+  std::string auto_pad = "NOTSET";
+  NNASM_TRY(n.attr("kernel_shape", &given_kernel));
+  NNASM_TRY(n.attr("strides", &stride));
+  NNASM_TRY(n.attr("dilations", &dilation));
+  NNASM_TRY(n.attr("group", &group));
+  NNASM_TRY(n.attr("output_padding", &out_pad));
+  NNASM_TRY(n.attr("output_shape", &out_shape));
+  NNASM_TRY(n.attr("pads", &pads));
+  NNASM_TRY(n.attr("auto_pad", &auto_pad));
+  if (given_kernel != kernel) return Status::error("kernel_shape differs from the weights'");
+  if (stride.size() != s || dilation.size() != s || out_pad.size() != s || pads.size() != 2 * s)
+    return Status::errorf("strides, dilations, output_padding and pads need {} entries each ({} for pads)", s, 2 * s);
+  if (out_shape.size() == s + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != s) return Status::errorf("output_shape needs {} entries", s);
+  for (size_t a = 0; a < s; ++a) {
+    if (stride[a] < 1 || dilation[a] < 1) return Status::error("strides and dilations must be positive");
+    if (out_pad[a] < 0 || out_pad[a] >= stride[a])
+      return Status::errorf("output_padding {} must be in [0, stride {})", out_pad[a], stride[a]);
+    const int64_t full = stride[a] * (dx[2 + a] - 1) + out_pad[a] + (kernel[a] - 1) * dilation[a] + 1;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // The padding comes from the output's size: the given one, or in·stride for SAME.
+      const int64_t out = out_shape.empty() ? dx[2 + a] * stride[a] : out_shape[a];
+      const int64_t total = full - out, half = total / 2;
+      pads[a] = auto_pad == "SAME_LOWER" ? total - half : half;
+      pads[a + s] = total - pads[a];
+    } else if (auto_pad == "VALID") {
+      pads[a] = pads[a + s] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return Status::errorf("auto_pad '{}' is not known", auto_pad);
+    }
   }
+  TensorId x, w, y, shape_of;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.tensor(1, &w));
+  if (s == 1) {
+    NNASM_TRY(rows_as_images(n, x, &x));
+    NNASM_TRY(rows_as_images(n, w, &w));
+    kernel.insert(kernel.begin(), 1);
+    stride.insert(stride.begin(), 1);
+    dilation.insert(dilation.begin(), 1);
+    out_pad.insert(out_pad.begin(), 0);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  const Shape& xs = n.tensor_type(x).shape;
+  // Negative pads (an output_shape beyond the full result) add zeros, which the bias then fills.
+  std::vector<int64_t> sym(2), full_dims = {xs[0], dw[1] * group, 0, 0}, grow(8, 0);
+  std::vector<SliceRange> crop(4);
+  for (int a = 0; a < 2; ++a) {
+    const int64_t begin = std::max<int64_t>(pads[a], 0), end = std::max<int64_t>(pads[a + 2], 0);
+    sym[a] = std::min(begin, end);
+    full_dims[2 + a] = stride[a] * (xs[2 + a] - 1) + out_pad[a] + (kernel[a] - 1) * dilation[a] + 1 - 2 * sym[a];
+    crop[2 + a] = SliceRange{begin - sym[a], 1, full_dims[2 + a] - (begin - sym[a]) - (end - sym[a])};
+    grow[2 + a] = begin - pads[a];
+    grow[6 + a] = end - pads[a + 2];
+  }
+  crop[0] = SliceRange{0, 1, full_dims[0]};
+  crop[1] = SliceRange{0, 1, full_dims[1]};
+  NNASM_TRY(n.filled(full_dims, 0, &shape_of));
+  NNASM_TRY(n.emit(Opcode::CONV2D_BWD_DATA, {x, w, shape_of},
+                   {{"stride", imm_ints(stride)}, {"pad", imm_ints(sym)}, {"dilation", imm_ints(dilation)}, {"groups", imm_i(group)}},
+                   &y));
+  NNASM_TRY(slice_to(n, y, crop, &y));
+  if (std::any_of(grow.begin(), grow.end(), [](int64_t p) { return p != 0; }))
+    NNASM_TRY(n.emit(Opcode::PAD, {y}, {{"pads", imm_ints(grow)}}, &y));
+  if (n.has(2)) {
+    TensorId b;
+    NNASM_TRY(n.tensor(2, &b));
+    NNASM_TRY(n.reshape(b, {full_dims[1], 1, 1}, &b));
+    NNASM_TRY(n.emit(Opcode::ADD, {y, b}, {}, &y));
+  }
+  if (s == 1) NNASM_TRY(images_as_rows(n, y, &y));
   n.set(0, y, n.type(0));
   return Status::ok();
 }

@@ -30,14 +30,13 @@ constexpr ReduceSteps kReduces[] = {
     {"ReduceLogSumExp", Opcode::INVALID, Opcode::REDUCE_SUM, Opcode::INVALID},
 };
 
-// One-axis reductions of x over `axes` (descending), keeping dimensions of 1 when `keep`.
+}  // namespace
+
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y) {
   *y = x;
   for (int a : axes) NNASM_TRY(n.emit(op, {*y}, {{"axis", imm_i(a)}, {"keepdims", imm_i(keep)}}, y));
   return Status::ok();
 }
-
-}  // namespace
 
 Status map_reduce(NodeLowering& n) {
   const std::string& op = n.node().op_type;

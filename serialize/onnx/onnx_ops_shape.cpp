@@ -39,22 +39,6 @@ Status reshape_family_target(NodeLowering& n, std::vector<int64_t>* out) {
   return unsqueeze_target(in, axes, out);
 }
 
-// Records SLICEs of x along each axis whose range is not the whole axis (step 1 only).
-Status slice_to(NodeLowering& n, TensorId x, const std::vector<SliceRange>& ranges, TensorId* y) {
-  const std::vector<int64_t> dims = shape_dims(n.tensor_type(x).shape);
-  *y = x;
-  for (size_t a = 0; a < ranges.size(); ++a) {
-    const SliceRange& r = ranges[a];
-    if (r.count == 0) return Status::errorf("the slice of axis {} is empty, and nnasm tensors cannot have a size-0 dimension", a);
-    if (r.step != 1 && r.count > 1) return Status::errorf("steps other than 1 (axis {} has step {}) are not supported", a, r.step);
-    if (r.start == 0 && r.count == dims[a]) continue;
-    NNASM_TRY(n.emit(Opcode::SLICE, {*y}, {{"axis", imm_i(static_cast<int64_t>(a))}, {"start", imm_i(r.start)},
-                                          {"end", imm_i(r.start + r.count)}},
-                     y));
-  }
-  return Status::ok();
-}
-
 // Slice's starts, ends, axes and steps: attributes before opset 10, inputs 1 to 4 from then on.
 Status slice_args(NodeLowering& n, std::vector<SliceRange>* ranges) {
   NNASM_TRY(n.expect_inputs(1, 5));
@@ -70,6 +54,21 @@ Status slice_args(NodeLowering& n, std::vector<SliceRange>* ranges) {
 }
 
 }  // namespace
+
+Status slice_to(NodeLowering& n, TensorId x, const std::vector<SliceRange>& ranges, TensorId* y) {
+  const std::vector<int64_t> dims = shape_dims(n.tensor_type(x).shape);
+  *y = x;
+  for (size_t a = 0; a < ranges.size(); ++a) {
+    const SliceRange& r = ranges[a];
+    if (r.count == 0) return Status::errorf("the slice of axis {} is empty, and nnasm tensors cannot have a size-0 dimension", a);
+    if (r.step != 1 && r.count > 1) return Status::errorf("steps other than 1 (axis {} has step {}) are not supported", a, r.step);
+    if (r.start == 0 && r.count == dims[a]) continue;
+    NNASM_TRY(n.emit(Opcode::SLICE, {*y}, {{"axis", imm_i(static_cast<int64_t>(a))}, {"start", imm_i(r.start)},
+                                          {"end", imm_i(r.start + r.count)}},
+                     y));
+  }
+  return Status::ok();
+}
 
 Status map_identity(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(1, 1));

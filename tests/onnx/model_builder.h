@@ -119,4 +119,21 @@ class OnnxModelBuilder {
   onnx::ModelProto m_;
 };
 
+// x [2,3,4] → y = x.view(x.size(0), -1) as torch.onnx.export writes it: Shape → Gather →
+// Unsqueeze → Concat → Reshape (everything but the Reshape is known at import time).
+inline OnnxModelBuilder pytorch_view_model() {
+  using B = OnnxModelBuilder;
+  B m(13);
+  m.input("x", {2, 3, 4}).output("y");
+  m.node("Shape", {"x"}, {"shape"});
+  B::attr_tensor_i64(m.node("Constant", {}, {"zero"}), "value", {}, {0});
+  m.node("Gather", {"shape", "zero"}, {"batch"});
+  B::attr_tensor_i64(m.node("Constant", {}, {"axes"}), "value", {1}, {0});
+  m.node("Unsqueeze", {"batch", "axes"}, {"batch1"});
+  B::attr_tensor_i64(m.node("Constant", {}, {"minus1"}), "value", {1}, {-1});
+  B::attr(m.node("Concat", {"batch1", "minus1"}, {"target"}), "axis", int64_t(0));
+  m.node("Reshape", {"x", "target"}, {"y"});
+  return m;
+}
+
 }  // namespace nnasm

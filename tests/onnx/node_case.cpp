@@ -145,7 +145,8 @@ NodeCaseResult run_node_case(const std::string& dir) {
     if (!ex) return finish(r, NodeCaseResult::FAILED, ex.status().message());
     (*ex)->set_training(false);
     for (const auto& [onnx_name, t] : values) {
-      const auto it = std::find_if(a->info.inputs.begin(), a->info.inputs.end(), [&](const auto& n) { return n.first == onnx_name; });
+      const std::string& wanted = onnx_name;
+      const auto it = std::find_if(a->info.inputs.begin(), a->info.inputs.end(), [&](const auto& n) { return n.first == wanted; });
       if (it == a->info.inputs.end()) continue;  // taken as a constant
       const Tensor& x = a->ctx.at(a->p.find(it->second));
       if (x.numel() != t.numel() || x.desc.type.dtype != DType::F32)
