@@ -44,6 +44,19 @@ bool int_op(const std::string& op, int64_t a, int64_t b, bool fmod, int64_t* y) 
     *y = op == "Max" ? std::max(a, b) : std::min(a, b);
     return true;
   }
+  if (op == "Pow") {  // by squaring; negative exponents only where the result is whole
+    if (b < 0) {
+      if (a == 1 || a == -1) *y = (a == -1 && (b & 1)) ? -1 : 1;
+      return a == 1 || a == -1;
+    }
+    int64_t r = 1;
+    for (int64_t e = b, base = a; e > 0; e >>= 1) {
+      if ((e & 1) && __builtin_mul_overflow(r, base, &r)) return false;
+      if (e > 1 && __builtin_mul_overflow(base, base, &base)) return false;
+    }
+    *y = r;
+    return true;
+  }
   if (b == 0 || (a == INT64_MIN && b == -1)) return false;
   if (op == "Div") {
     *y = a / b;  // truncated toward zero, as C and ONNX Runtime divide integers
@@ -61,6 +74,7 @@ float float_op(const std::string& op, float a, float b) {
   if (op == "Mul") return a * b;
   if (op == "Div") return a / b;
   if (op == "Mod") return std::fmod(a, b);
+  if (op == "Pow") return std::pow(a, b);
   if (std::isnan(a) || std::isnan(b)) return a + b;
   return op == "Max" ? std::max(a, b) : std::min(a, b);
 }
@@ -260,6 +274,12 @@ Status fold_arith(NodeLowering& n) {
   for (int k = 1; k < n.inputs(); ++k) {
     const HostTensor* b;
     NNASM_TRY(n.host(k, "B", &b));
+    HostTensor exponent;  // Pow takes an exponent of another type: as the base's (a float one)
+    if (op == "Pow" && y.is_float() && !b->is_float()) {
+      exponent.dims = b->dims;
+      for (int64_t v : b->i) exponent.f.push_back(static_cast<float>(v));
+      b = &exponent;
+    }
     HostTensor z;
     NNASM_TRY(host_binary(op, y, *b, fmod != 0, &z));
     y = std::move(z);

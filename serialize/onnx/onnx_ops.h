@@ -3,7 +3,7 @@
 // functions themselves, one file per family:
 //   onnx_ops_elementwise.cpp  activations, arithmetic (numpy broadcasting), Clip, Pow, PRelu
 //   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
-//   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN
+//   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
@@ -71,7 +71,8 @@ Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
 // onnx_ops_norm.cpp
 Status map_batchnorm(NodeLowering& n);
-Status map_axes_norm(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
+Status map_axes_norm(NodeLowering& n);
+Status map_lrn(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
 // onnx_ops_shape.cpp
 Status map_identity(NodeLowering& n);
 Status fold_identity(NodeLowering& n);
@@ -83,6 +84,7 @@ Status fold_concat(NodeLowering& n);
 Status map_slice(NodeLowering& n);
 Status fold_slice(NodeLowering& n);
 Status map_split(NodeLowering& n);
+Status map_gather(NodeLowering& n);       // indices known at import time
 Status map_pad(NodeLowering& n);
 Status map_expand(NodeLowering& n);
 Status map_tile(NodeLowering& n);
@@ -98,7 +100,7 @@ Status fold_shape(NodeLowering& n);       // Shape, Size
 Status fold_gather(NodeLowering& n);
 Status fold_constant_of_shape(NodeLowering& n);
 Status fold_range(NodeLowering& n);
-Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Neg, Max, Min, Sum at import time
+Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Pow, Neg, Max, Min, Sum at import time
 Status fold_cast(NodeLowering& n);        // Cast, CastLike
 Status map_cast(NodeLowering& n);
 

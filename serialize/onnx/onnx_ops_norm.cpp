@@ -115,4 +115,37 @@ Status map_axes_norm(NodeLowering& n) {
   return Status::ok();
 }
 
+// LRN: x / (bias + alpha/size · Σ x² over a window of `size` channels)^beta. The window sum is an
+// average pool (count_include_pad) over the squares with the channels as the pooled rows, padded
+// ⌊(size−1)/2⌋ before and ⌈(size−1)/2⌉ after as ONNX places the window; the power is exp∘log
+// (the base is positive for bias > 0).
+Status map_lrn(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  float alpha = 1e-4f, beta = 0.75f, bias = 1;
+  int64_t size;
+  NNASM_TRY(n.attr("alpha", &alpha));
+  NNASM_TRY(n.attr("beta", &beta));
+  NNASM_TRY(n.attr("bias", &bias));
+  NNASM_TRY(n.required_attr("size", &size));
+  const std::vector<int64_t> d = n.dims(0);
+  if (d.size() < 3) return Status::errorf("the input is rank {}, expected N, C and spatial axes", d.size());
+  if (size < 1) return Status::errorf("size {} must be positive", size);
+  if (!(bias > 0)) return Status::errorf("bias {} must be positive", bias);
+  int64_t plane = 1;
+  for (size_t a = 2; a < d.size(); ++a) plane *= d[a];
+  TensorId x, sq, avg, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.emit(Opcode::SQUARE, {x}, {}, &sq));
+  NNASM_TRY(n.reshape(sq, {d[0], 1, d[1], plane}, &sq));
+  NNASM_TRY(n.emit(Opcode::PAD, {sq}, {{"pads", imm_ints({0, 0, (size - 1) / 2, 0, 0, 0, size / 2, 0})}}, &sq));
+  NNASM_TRY(n.emit(Opcode::AVGPOOL2D, {sq}, {{"kernel", imm_ints({size, 1})}, {"stride", imm_ints({1, 1})}}, &avg));
+  NNASM_TRY(n.reshape(avg, d, &avg));
+  NNASM_TRY(n.emit(Opcode::CALC, {x, avg},
+                   {{"expr", imm_str(fmt::format("div(%0,exp(scale(log(add(scale(%1,alpha={}),{})),alpha={})))",
+                                                 float_to_string(alpha), float_to_string(bias), float_to_string(beta)))}},
+                   &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
 }  // namespace nnasm

@@ -209,6 +209,48 @@ Status fold_slice(NodeLowering& n) {
   return Status::ok();
 }
 
+// Gather with indices known at import time: each run of consecutive indices is one SLICE of the
+// data, the runs are CONCATenated along the axis, and a RESHAPE gives the indices' shape. (Indices
+// computed at run time need a gather instruction.)
+Status map_gather(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  const HostTensor* idx;
+  NNASM_TRY(n.host(1, "indices", &idx));
+  if (!onnx_type_is_integer(idx->type)) return Status::errorf("indices are {}, expected integers", onnx_type_name(idx->type));
+  int64_t axis = 0;
+  NNASM_TRY(n.attr("axis", &axis));
+  const std::vector<int64_t> d = n.dims(0);
+  int a;
+  NNASM_TRY(normalize_axis(axis, static_cast<int>(d.size()), &a));
+  constexpr size_t MAX_RUNS = 64;
+  std::vector<SliceRange> runs;  // along axis a
+  for (int64_t j : idx->i) {
+    if (j < -d[a] || j >= d[a]) return Status::errorf("index {} is out of range for a dimension of {}", j, d[a]);
+    const int64_t row = j < 0 ? j + d[a] : j;
+    if (!runs.empty() && runs.back().start + runs.back().count == row) ++runs.back().count;
+    else runs.push_back(SliceRange{row, 1, 1});
+    if (runs.size() > MAX_RUNS) return Status::errorf("more than {} runs of indices need a gather instruction", MAX_RUNS);
+  }
+  TensorId x, y;
+  NNASM_TRY(n.tensor(0, &x));
+  std::vector<TensorId> parts;
+  for (const SliceRange& r : runs) {
+    std::vector<SliceRange> ranges(d.size());
+    for (size_t k = 0; k < d.size(); ++k) ranges[k] = SliceRange{0, 1, d[k]};
+    ranges[a] = r;
+    NNASM_TRY(slice_to(n, x, ranges, &parts.emplace_back()));
+  }
+  if (parts.empty()) return Status::error("no indices, and nnasm tensors cannot have a size-0 dimension");
+  y = parts[0];
+  if (parts.size() > 1) NNASM_TRY(n.emit(Opcode::CONCAT, parts, {{"axis", imm_i(a)}}, &y));
+  std::vector<int64_t> out(d.begin(), d.begin() + a);
+  out.insert(out.end(), idx->dims.begin(), idx->dims.end());
+  out.insert(out.end(), d.begin() + a + 1, d.end());
+  NNASM_TRY(n.reshape(y, out, &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
 Status map_split(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(1, 2));
   const std::vector<int64_t> dims = n.dims(0);
