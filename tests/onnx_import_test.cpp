@@ -339,6 +339,26 @@ TEST(OnnxImport, Int64InputsAreReadAsI32) {
             std::vector<std::string>{"node 'cat' (op Concat, opset 13): input 2: 'k' holds 1099511627776 at index 1, which i32 cannot hold"});
 }
 
+// A graph output that is a graph input, or an initializer, is a copy under its own name.
+TEST(OnnxImport, InputsAndInitializersAsOutputsAreCopies) {
+  OnnxModelBuilder m(13);
+  m.input("x", {2}).initializer("w", {3}, {1, 2, 3}).output("x").output("w");
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), (std::vector<std::string>{"COPY", "COPY"}));
+  EXPECT_EQ(r->report.notes, std::vector<std::string>{"graph output 'x' is %x.out0 (an input has its name)"});
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(r->p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  float* x = r->ctx.at(r->p.find("x")).f32();
+  x[0] = 5;
+  x[1] = -6;
+  (*ex)->run();
+  const float* xo = r->ctx.at(r->p.find("x.out0")).f32();
+  const float* w = r->ctx.at(r->p.find("w")).f32();
+  EXPECT_EQ(F(xo, xo + 2), (F{5, -6}));
+  EXPECT_EQ(F(w, w + 3), (F{1, 2, 3}));
+}
+
 // The imported program saves as a model file whose weights load back and compute the same.
 TEST(OnnxImport, SavesAndLoadsAsAModelFile) {
   const F x = ramp(8, 0.5f, -1);

@@ -72,6 +72,12 @@ Status check_fold_size(const std::vector<int64_t>& dims) {
   return Status::ok();
 }
 
+Status check_geometry(const char* what, const std::vector<int64_t>& v, int64_t lo) {
+  for (int64_t x : v)
+    if (x < lo || x > MAX_GEOMETRY) return Status::errorf("{} {} is outside [{}, {}]", what, dims_str(v), lo, MAX_GEOMETRY);
+  return Status::ok();
+}
+
 Status normalize_axis(int64_t axis, int rank, int* out) {
   if (axis < -rank || axis >= rank) return Status::errorf("axis {} is out of range for rank {}", axis, rank);
   *out = static_cast<int>(axis < 0 ? axis + rank : axis);

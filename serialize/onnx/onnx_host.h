@@ -27,6 +27,12 @@ Status host_scalar(const HostTensor& t, const char* what, double* out);
 // Errors when a folded result would have more than MAX_FOLD_ELEMENTS elements (or overflow).
 Status check_fold_size(const std::vector<int64_t>& dims);
 
+// Convolution and pooling geometry (strides, dilations, pads, kernel sizes) beyond this is refused,
+// so that no size computed from it can overflow.
+constexpr int64_t MAX_GEOMETRY = int64_t(1) << 24;
+// Every entry of `v` (attribute `what`) within [lo, MAX_GEOMETRY].
+Status check_geometry(const char* what, const std::vector<int64_t>& v, int64_t lo);
+
 // axis in [-rank, rank) made non-negative; an error names the axis and the rank.
 Status normalize_axis(int64_t axis, int rank, int* out);
 // Numpy's (and ONNX's multidirectional) broadcasting of two shapes.

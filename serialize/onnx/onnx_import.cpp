@@ -52,6 +52,7 @@ class Importer {
       : m_(m), o_(o), r_(r), l_(p, m.default_opset(), r) {}
 
   Status run(const std::string& what) {
+    r_.nodes = m_.graph.nodes.size();
     const int64_t opset = m_.default_opset();
     if (opset < MIN_OPSET || opset > MAX_OPSET) {
       problem(opset < 0 ? "the model does not import the default ONNX domain (ai.onnx)"
@@ -68,7 +69,6 @@ class Importer {
     inputs();
     for (size_t k = 0; k < m_.graph.nodes.size(); ++k) node(k);
     outputs();
-    r_.nodes = m_.graph.nodes.size();
     if (!r_.problems.empty())
       return Status::errorf("{}: error: {} problem{}; {} of {} nodes imported", what, r_.problems.size(),
                             r_.problems.size() == 1 ? "" : "s", r_.imported, r_.nodes);

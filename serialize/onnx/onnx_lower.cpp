@@ -87,7 +87,8 @@ Status OnnxLowering::materialize(OnnxValue& v, const std::string& name, Role rol
       if (h.i[k] < INT32_MIN || h.i[k] > INT32_MAX)
         return Status::errorf("{} holds {} at index {}, which i32 cannot hold",
                               name.empty() ? "a constant" : "'" + name + "'", h.i[k], k);
-  const bool weight = v.weight && h.is_float();
+  // A weight asked for as a constant (a graph output that is an initializer) is a copy of it.
+  const bool weight = v.weight && h.is_float() && role != Role::CONST;
   d.role = weight ? role : Role::CONST;
   if (!weight) {
     // One value repeated (ConstantOfShape, a mask) is an init kind, not a list of equal numbers.

@@ -136,8 +136,8 @@ class OnnxLowering {
   // Graph inputs a node needed known at import time (OnnxGraphInfo::needed_constant).
   std::set<std::string> needed_constant;
 
-  // Gives a value known at import time a tensor of the program: a param (or `role`) for a
-  // weight, else a const; named `name`'s listing name, or a fresh temporary's when `name` is
+  // Gives a value known at import time a tensor of the program: for a weight a tensor of `role`
+  // (PARAM or STATE) holding its values in storage, else (or when `role` is CONST) a const; named `name`'s listing name, or a fresh temporary's when `name` is
   // empty. Checks what a tensor needs: rank ≤ 6, no zero-size dimension, integers within i32.
   Status materialize(OnnxValue& v, const std::string& name, Role role, TensorId* out);
   // A name for a new temporary: `base` followed by a number, used by neither the program nor

@@ -16,11 +16,9 @@ Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::
   pads->assign(2 * s, 0);
   NNASM_TRY(n.attr("pads", pads));
   if (pads->size() != 2 * s) return Status::errorf("pads has {} entries, expected {}", pads->size(), 2 * s);
-  if (auto_pad == "NOTSET") {
-    for (int64_t p : *pads)
-      if (p < 0) return Status::errorf("pads [{}] has a negative entry", fmt::join(*pads, ","));
-    return Status::ok();
-  }
+  NNASM_TRY(check_geometry("strides", stride, 1));
+  NNASM_TRY(check_geometry("dilations", dilation, 1));
+  if (auto_pad == "NOTSET") return check_geometry("pads", *pads, 0);
   if (auto_pad == "VALID") {
     std::fill(pads->begin(), pads->end(), 0);
     return Status::ok();
@@ -110,8 +108,6 @@ Status map_conv(NodeLowering& n) {
   NNASM_TRY(n.attr("group", &group));
   if (given_kernel != kernel) return Status::errorf("kernel_shape [{}] differs from the weights' [{}]", fmt::join(given_kernel, ","), fmt::join(kernel, ","));
   if (stride.size() != s || dilation.size() != s) return Status::errorf("strides and dilations need {} entries", s);
-  for (size_t a = 0; a < s; ++a)
-    if (stride[a] < 1 || dilation[a] < 1) return Status::error("strides and dilations must be positive");
   NNASM_TRY(spatial_pads(n, in, kernel, stride, dilation, &pads));
   TensorId x, w, b = NO_TENSOR, y;
   NNASM_TRY(n.tensor(0, &x));
@@ -169,8 +165,11 @@ Status map_conv_transpose(NodeLowering& n) {
     return Status::errorf("strides, dilations, output_padding and pads need {} entries each ({} for pads)", s, 2 * s);
   if (out_shape.size() == s + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
   if (!out_shape.empty() && out_shape.size() != s) return Status::errorf("output_shape needs {} entries", s);
+  NNASM_TRY(check_geometry("strides", stride, 1));
+  NNASM_TRY(check_geometry("dilations", dilation, 1));
+  NNASM_TRY(check_geometry("pads", pads, 0));
+  NNASM_TRY(check_geometry("output_shape", out_shape, 1));
   for (size_t a = 0; a < s; ++a) {
-    if (stride[a] < 1 || dilation[a] < 1) return Status::error("strides and dilations must be positive");
     if (out_pad[a] < 0 || out_pad[a] >= stride[a])
       return Status::errorf("output_padding {} must be in [0, stride {})", out_pad[a], stride[a]);
     const int64_t full = stride[a] * (dx[2 + a] - 1) + out_pad[a] + (kernel[a] - 1) * dilation[a] + 1;

@@ -18,6 +18,7 @@ namespace {
 Status window_rescale(const Shape& padded, const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
                       const std::vector<int64_t>& pads, std::vector<float>* out) {
   std::vector<int64_t> count_of[2];  // per output row, per output column
+  if (padded[2] > MAX_FOLD_ELEMENTS / padded[3]) return Status::error("the image is too large to rescale at import time");
   for (int a = 0; a < 2; ++a) {
     const int64_t extent = padded[2 + a], image_end = extent - pads[2 + a];
     for (int64_t o = 0; o < (extent - kernel[a]) / stride[a] + 1; ++o) {
@@ -59,10 +60,9 @@ Status map_pool(NodeLowering& n) {
   }
   if (kernel.size() != s || stride.size() != s || dilation.size() != s)
     return Status::errorf("kernel_shape, strides and dilations need {} entries", s);
-  for (size_t a = 0; a < s; ++a) {
-    if (kernel[a] < 1 || stride[a] < 1) return Status::error("kernel_shape and strides must be positive");
+  NNASM_TRY(check_geometry("kernel_shape", kernel, 1));
+  for (size_t a = 0; a < s; ++a)
     if (dilation[a] != 1) return Status::error("dilations other than 1 are not supported");
-  }
   NNASM_TRY(spatial_pads(n, in, kernel, stride, dilation, &pads));
   for (size_t a = 0; a < s; ++a) {
     const int64_t span = in[a] + pads[a] + pads[a + s] - kernel[a];

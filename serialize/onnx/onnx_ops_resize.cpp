@@ -94,7 +94,8 @@ Status map_resize(NodeLowering& n) {
   NNASM_TRY(factors(n, in, &f));
   if (f[0] != 1 || f[1] != 1) return Status::error("resizing the batch or channel axis is not supported");
   for (size_t a = 2; a < 4; ++a) {
-    const int64_t out = in[a] * f[a];
+    const int64_t out = in[a] * f[a];  // f ≤ 2^16 and in ≤ 2^32: no overflow
+    if (out > MAX_GEOMETRY) return Status::errorf("an output of {} along axis {} is too large to check", out, a);
     for (int64_t y = 0; y < out; ++y) {
       double x = 0, i = 0;
       NNASM_TRY(source_coordinate(coords, static_cast<double>(y), static_cast<double>(f[a]), in[a], out, &x));

@@ -362,6 +362,7 @@ Status map_tile(NodeLowering& n) {
   NNASM_TRY(n.tensor(0, &y));
   for (size_t a = 0; a < dims.size(); ++a) {
     if (repeats[a] < 1) return Status::errorf("repeats[{}] is {}; nnasm tensors cannot have a size-0 dimension", a, repeats[a]);
+    if (repeats[a] > MAX_TENSOR_ELEMENTS / dims[a]) return Status::errorf("repeats[{}] is {}, too many", a, repeats[a]);
     if (repeats[a] == 1) continue;
     int64_t outer = 1, rest = 1;
     for (size_t d = 0; d < dims.size(); ++d) (d < a ? outer : rest) *= dims[d];
@@ -381,7 +382,7 @@ Status map_depth_to_space(NodeLowering& n) {
   NNASM_TRY(n.attr("blocksize", &b));
   const std::vector<int64_t> d = n.dims(0);
   if (d.size() != 4) return Status::errorf("input is rank {}, expected 4 (NCHW)", d.size());
-  if (b < 1) return Status::errorf("blocksize {} must be positive", b);
+  if (b < 1 || b > MAX_GEOMETRY) return Status::errorf("blocksize {} is outside [1, {}]", b, MAX_GEOMETRY);
   const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
   std::vector<int64_t> split, perm, out;
   if (n.node().op_type == "SpaceToDepth") {
