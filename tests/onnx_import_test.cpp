@@ -171,6 +171,24 @@ TEST(OnnxImport, ConvBatchNormMaxPoolMatchesLoops) {
   expect_near(run(r->p, {{"x", x}}, "y"), want, 1e-4f);
 }
 
+// Statistics that are constants, not tensors BATCHNORM2D may update: the formula as one CALC.
+TEST(OnnxImport, BatchNormWithConstantStatisticsIsItsFormula) {
+  const F x = ramp(8, 0.5f, -1), gamma = {2, 0.5f}, beta = {0.1f, -0.2f}, mean = {0.3f, -0.4f}, var = {0.5f, 2};
+  OnnxModelBuilder m(13);
+  m.input("x", {1, 2, 2, 2}).output("y").initializer("gamma", {2}, gamma).initializer("beta", {2}, beta);
+  OnnxModelBuilder::attr_tensor(m.node("Constant", {}, {"mean"}), "value", {2}, mean);
+  OnnxModelBuilder::attr_tensor(m.node("Constant", {}, {"var"}), "value", {2}, var);
+  m.node("BatchNormalization", {"x", "gamma", "beta", "mean", "var"}, {"y"});
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(r->p.code().back().info().mnemonic, std::string("CALC"));
+  F want(8);
+  for (int c = 0; c < 2; ++c)
+    for (int k = 0; k < 4; ++k)
+      want[c * 4 + k] = gamma[c] * (x[c * 4 + k] - mean[c]) / std::sqrt(var[c] + 1e-5f) + beta[c];
+  expect_near(run(r->p, {{"x", x}}, "y"), want);
+}
+
 // x.view(x.size(0), -1) as torch.onnx.export writes it (tests/onnx/model_builder.h): everything
 // but the Reshape is known at import time and leaves no instruction.
 TEST(OnnxImport, FoldsPyTorchsShapeSubgraph) {

@@ -52,7 +52,8 @@ Status map_conv(NodeLowering& n);
 Status map_conv_transpose(NodeLowering& n);
 Status map_dropout(NodeLowering& n);
 // Conv's and the pools' padding per spatial axis, [begins..., ends...], from auto_pad (NOTSET,
-// VALID, SAME_UPPER, SAME_LOWER) or pads; strides and dilations must be positive.
+// VALID, SAME_UPPER, SAME_LOWER) or pads; strides and dilations within [1, MAX_GEOMETRY], pads
+// within [0, MAX_GEOMETRY].
 Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
                     const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation, std::vector<int64_t>* pads);
 // 1-D convolutions and pools run as 2-D ones over images of height 1: [N, C, L] → [N, C, 1, L]
@@ -71,8 +72,8 @@ Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
 // onnx_ops_norm.cpp
 Status map_batchnorm(NodeLowering& n);
-Status map_axes_norm(NodeLowering& n);
-Status map_lrn(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
+Status map_axes_norm(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
+Status map_lrn(NodeLowering& n);
 // onnx_ops_shape.cpp
 Status map_identity(NodeLowering& n);
 Status fold_identity(NodeLowering& n);

@@ -2,8 +2,8 @@
 // broadcasting as ONNX's), activations that are a short expression of existing ops as one CALC
 // (Selu, HardSigmoid, Softplus, ...), variadic Max/Min/Sum/Mean as chains, Clip as MAXIMUM and
 // MINIMUM (CLIPPED_RELU for Clip(0, t)), and Pow for the exponents an instruction computes.
-#include <cmath>
-#include <cstring>
+#include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 

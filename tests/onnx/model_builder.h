@@ -90,6 +90,11 @@ class OnnxModelBuilder {
     a->set_s(v);
   }
   // A Constant node's `value`.
+  static void attr_tensor(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& dims,
+                          const std::vector<float>& v) {
+    onnx::AttributeProto* a = add_attr(n, name, onnx::AttributeProto::TENSOR);
+    tensor(a->mutable_t(), dims, v);
+  }
   static void attr_tensor_i64(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& dims,
                               const std::vector<int64_t>& v) {
     onnx::AttributeProto* a = add_attr(n, name, onnx::AttributeProto::TENSOR);
