@@ -25,7 +25,7 @@ int report(const nnasm::Status& s) {
 }
 
 int tool_main(int argc, char** argv) {
-  CLI::App app{"nnasm: check, run, convert and inspect neural-network listings (.nnasm) and model files (.nnm)",
+  CLI::App app{"nnasm: check, run, convert and inspect neural-network listings (.nnasm) and model files (.nnm); import ONNX models",
                "nnasm"};
   app.require_subcommand(1);
   // --quiet and --verbose may come before or after the subcommand.
