@@ -16,6 +16,8 @@
 #   make fuzz      the libFuzzer targets (tests/fuzz/fuzz_<name>.cpp; clang, ASan + UBSan), each
 #                  FUZZ_SECONDS (60) on a copy of its corpus; fails if one finds a crash
 #   make fuzz-smoke  the same for 10 seconds each (CI)
+#   make onnx-conformance  import and run every ONNX backend node test (libonnx-testdata): a table
+#                  of passed / failed / unsupported in build/onnx-conformance.md
 
 CXX      ?= g++
 PREFIX   ?= /usr/local
@@ -23,7 +25,8 @@ SAN      ?=
 BUILD    := build$(if $(SAN),/san-$(SAN))
 
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
-                libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist
+                libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist \
+                libonnx-dev libprotobuf-dev libonnx-testdata
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
 BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch
 # Only the fuzz targets use them (make fuzz): clang and its libFuzzer and sanitizer runtimes.
@@ -38,7 +41,11 @@ ifeq ($(findstring clang,$(CXX)),)
 CXXFLAGS += -fvect-cost-model=dynamic
 endif
 CPPFLAGS += -I. -isystem /usr/include/eigen3
-LDLIBS   := -lfmt -lxxhash -lz -lpthread
+# The ONNX importer (serialize/onnx/) reads models through the protobuf classes Debian's
+# libonnx-dev generated with these two definitions; every file that includes onnx/onnx_pb.h must
+# see them the same way.
+CPPFLAGS += -DONNX_ML=1 -DONNX_NAMESPACE=onnx
+LDLIBS   := -lfmt -lxxhash -lz -lpthread -lonnx_proto -lprotobuf
 ifneq ($(SAN),)
 CXXFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -g
 LDFLAGS  += -fsanitize=$(SAN)
@@ -53,12 +60,15 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp serialize/*/*.cpp api/*.cpp)
+LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp \
+                       serialize/*/*.cpp api/*.cpp)
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
 # Plain C samples of the C API (api/nnasm.h), linked against the static library.
 SAMPLE_C_SRC := $(wildcard samples/*.c)
-TEST_SRC  := $(wildcard tests/*_test.cpp)
+# Code the suite shares with other programs (the ONNX node-test runner with tests/onnx/conformance.cpp).
+TEST_SUPPORT_SRC := tests/onnx/node_case.cpp
+TEST_SRC  := $(wildcard tests/*_test.cpp) $(TEST_SUPPORT_SRC)
 # C sources of the suite: the C API's header compiled as strict C99.
 TEST_C_SRC := $(wildcard tests/*.c)
 # Tests that need a process of their own (e.g. a replaced global operator new).
@@ -79,9 +89,12 @@ SAMPLES  := $(patsubst samples/%.cpp,$(BUILD)/samples/%,$(SAMPLE_SRC)) $(patsubs
 TESTS    := $(BUILD)/tests/nnasm_tests
 SOLO     := $(patsubst tests/solo/%.cpp,$(BUILD)/tests/%,$(SOLO_SRC))
 BENCH    := $(BUILD)/tests/nnasm_bench
+# The ONNX backend node tests (libonnx-testdata), run by tests/onnx/conformance.cpp.
+ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
+CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
 .PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-torch fuzz fuzz-smoke samples \
-        install clean FORCE
+        onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
@@ -122,6 +135,17 @@ test-isa: deps
 	@$(MAKE) $(JOBS) $(TESTS) $(TOOL)
 	for isa in ref avx2 avx512; do NNASM_ISA=$$isa NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1 || exit 1; done
 	NNASM_JIT=0 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
+
+# Every ONNX backend node test imported and run (tests/onnx/conformance.cpp): a table of passed /
+# failed / unsupported per test and per op type in $(BUILD)/onnx-conformance.md; fails if a test
+# of an op the importer claims fails.
+onnx-conformance: deps
+	@$(MAKE) $(JOBS) $(CONFORMANCE)
+	$(CONFORMANCE) $(ONNX_NODE_DIR) $(BUILD)/onnx-conformance.md
+
+$(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp $(TEST_SUPPORT_SRC)) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # One thread, like the baselines (tests/bench/threads_bench.cpp sets its own counts).
 # BENCH_ARGS passes more flags, e.g. BENCH_ARGS=--benchmark_filter=gemm.
@@ -180,7 +204,7 @@ $(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC))
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
 # One test file alone, for working on it: make build/tests/only/listing_test
-$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(LIB_A)
+$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 

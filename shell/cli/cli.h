@@ -139,6 +139,19 @@ struct BenchOptions {
 // leading dimension), on the kernels prepare picked; --train times training steps.
 Status cmd_bench(const BenchOptions& o);
 
+struct ImportOptions {
+  std::string file;                 // the model to import (ONNX)
+  std::string out;                  // a model file to write (.nnm); may be empty
+  std::string listing;              // a listing to write (.nnasm); may be empty
+  std::vector<std::string> shapes;  // NAME=D0,D1,...: a graph input's shape (symbolic dimensions)
+};
+// `nnasm import FILE [-o OUT.nnm] [--listing OUT.nnasm] [--shape NAME=D0,D1,...]...`: imports a
+// model of another framework (ONNX; told by content) as a program. Prints what was imported (and
+// the notes: renamed or narrowed graph inputs and outputs; every renaming with --verbose), or
+// every problem, one line each, then fails. -o writes a model file with the weights; --listing
+// a listing — naming the weights in OUT.nnm when -o is given too, holding them inline otherwise.
+Status cmd_import(const ImportOptions& o);
+
 // Formats a tensor's values like numpy's repr of an array body: nested brackets, values aligned
 // to a common width, rows wrapped at 75 columns, and arrays over 1000 elements summarized to 3
 // items at each end of every axis longer than 6. Rank 0 prints the bare value. `data` holds

@@ -25,7 +25,7 @@ int report(const nnasm::Status& s) {
 }
 
 int tool_main(int argc, char** argv) {
-  CLI::App app{"nnasm: check, run, convert and inspect neural-network listings (.nnasm) and model files (.nnm)",
+  CLI::App app{"nnasm: check, run, convert and inspect neural-network listings (.nnasm) and model files (.nnm); import ONNX models",
                "nnasm"};
   app.require_subcommand(1);
   // --quiet and --verbose may come before or after the subcommand.
@@ -49,6 +49,7 @@ int tool_main(int argc, char** argv) {
       "  nnasm dump model.nnm > model.nnasm\n"
       "  nnasm build model.nnasm --weights model.nnm -o edited.nnm\n"
       "  nnasm bench edited.nnm --seconds 5\n"
+      "  nnasm import model.onnx -o model.nnm --shape input=1,3,224,224\n"
       "\n"
       "FILE is a listing (.nnasm) or a model file (.nnm), told apart by content.\n"
       "Exit status: 0 success, 1 user error (options, files, names, shapes), 2 internal error.");
@@ -134,6 +135,17 @@ int tool_main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
 
+  nnasm::ImportOptions imp;
+  CLI::App* import_cmd =
+      app.add_subcommand("import", "Import a model of another framework (ONNX) as a model file and/or a listing");
+  import_cmd->add_option("FILE", imp.file, "Model to import (.onnx), told by content")->required();
+  import_cmd->add_option("-o,--output", imp.out, "Model file to write, with the weights")->type_name("OUT.nnm");
+  import_cmd->add_option("--listing", imp.listing,
+                         "Listing to write; it names the weights in the -o file, or holds them inline without -o")
+      ->type_name("OUT.nnasm");
+  import_cmd->add_option("--shape", imp.shapes, "Shape of a graph input with symbolic dimensions (repeat for each)")
+      ->type_name("NAME=D0,D1,...");
+
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     sub->footer("Global options, before or after the command: -q,--quiet (no notes)  -v,--verbose (details)\n"
                 "Exit status: 0 success, 1 user error, 2 internal error.");
@@ -152,6 +164,7 @@ int tool_main(int argc, char** argv) {
   if (build_cmd->parsed()) return report(nnasm::cmd_build(build));
   if (bench_cmd->parsed()) return report(nnasm::cmd_bench(bench));
   if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
+  if (import_cmd->parsed()) return report(nnasm::cmd_import(imp));
   if (opt_cmd->parsed()) {
     if (opt.file.empty() && !opt.list) return report(nnasm::Status::error("nnasm opt: error: FILE is required"));
     return report(nnasm::cmd_opt(opt));

@@ -1,8 +1,9 @@
 // Writes the generated part of the fuzz seed corpora (tests/fuzz/corpus/): training listings
 // recorded with the shell (every optimizer, convolution, pooling, batch norm, dropout, losses),
 // .npy files of both dtypes and several ranks written by npy_write (plus their 2.0 and 3.0
-// header forms), IDX files of every element type, plain and gzip-compressed, and Myelin flow
-// files of every version the reader knows (tests/flow_writer.h). The other seeds
+// header forms), IDX files of every element type, plain and gzip-compressed, Myelin flow files
+// of every version the reader knows (tests/flow_writer.h), and small ONNX models
+// (tests/onnx/model_builder.h: an MLP, a CNN, PyTorch's shape subgraph, shape ops). The other seeds
 // are copies of the repository's listings. Run from the repository root:
 //   make build/fuzz/make_seeds && build/fuzz/make_seeds tests/fuzz/corpus
 #include <zlib.h>
@@ -19,6 +20,7 @@
 #include "serialize/npy.h"
 #include "shell/shell.h"
 #include "tests/flow_writer.h"
+#include "tests/onnx/model_builder.h"
 
 using namespace nnasm;
 
@@ -189,13 +191,44 @@ bool flows(const std::string& dir) {
   return ok;
 }
 
+bool onnxs(const std::string& dir) {
+  using B = OnnxModelBuilder;
+  const std::vector<float> w(12, 0.25f);
+  B mlp(13);
+  mlp.input("x", {2, 4}).output("y").initializer("w", {3, 4}, w).initializer("b", {3}, {0.1f, 0.2f, 0.3f});
+  B::attr(mlp.node("Gemm", {"x", "w", "b"}, {"h"}), "transB", int64_t(1));
+  mlp.node("Relu", {"h"}, {"r"});
+  B::attr(mlp.node("Softmax", {"r"}, {"y"}), "axis", int64_t(1));
+
+  B cnn(11);
+  cnn.input("x", {1, 1, 4, 4}).output("y").initializer("w", {2, 1, 2, 2}, std::vector<float>(8, 0.5f));
+  for (const char* s : {"g", "b", "m", "v"}) cnn.initializer(s, {2}, {1, 0.5f});
+  B::attr(cnn.node("Conv", {"x", "w"}, {"c"}), "pads", std::vector<int64_t>{0, 0, 1, 1});
+  cnn.node("BatchNormalization", {"c", "g", "b", "m", "v"}, {"n"});
+  B::attr(cnn.node("MaxPool", {"n"}, {"p"}), "kernel_shape", std::vector<int64_t>{2, 2});
+  cnn.node("GlobalAveragePool", {"p"}, {"y"});
+
+  B ops(13);
+  ops.input("x", {1, 2, 3, 4}).output("y").output("z");
+  ops.initializer_i64("pads", {8}, {0, 0, 1, 0, 0, 0, 0, 1}).initializer_i64("starts", {1}, {1});
+  ops.initializer_i64("ends", {1}, {3}).initializer_i64("axes", {1}, {2});
+  ops.node("Pad", {"x", "pads"}, {"p"});
+  ops.node("Slice", {"p", "starts", "ends", "axes"}, {"s"});
+  B::attr(ops.node("Transpose", {"s"}, {"t"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  B::attr(ops.node("ReduceMean", {"t"}, {"y"}), "axes", std::vector<int64_t>{1, -1});
+  ops.node("Clip", {"x"}, {"z"});
+
+  return write_file(dir + "/onnx/mlp.onnx", mlp.bytes()) && write_file(dir + "/onnx/cnn.onnx", cnn.bytes()) &&
+         write_file(dir + "/onnx/shape_subgraph.onnx", pytorch_view_model().bytes()) && write_file(dir + "/onnx/shape_ops.onnx", ops.bytes());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (with listing/ exec/ npy/ idx/ flow/ in it)\n");
+    std::fprintf(stderr, "usage: make_seeds CORPUS_DIR (with listing/ exec/ npy/ idx/ flow/ onnx/ in it)\n");
     return 2;
   }
   const std::string dir = argv[1];
-  return listings(dir) && npys(dir) && idxs(dir) && flows(dir) ? 0 : 1;
+  return listings(dir) && npys(dir) && idxs(dir) && flows(dir) && onnxs(dir) ? 0 : 1;
 }

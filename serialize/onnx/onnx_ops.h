@@ -1,0 +1,108 @@
+// The ONNX op types the importer knows, each with the function that maps a node onto
+// instructions and/or the one that computes it at import time (folding), and the mapping
+// functions themselves, one file per family:
+//   onnx_ops_elementwise.cpp  activations, arithmetic (numpy broadcasting), Clip, Pow, PRelu
+//   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
+//   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
+//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
+//   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
+//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
+//   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
+//   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
+//   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
+// The table is in onnx_ops.cpp.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "serialize/onnx/onnx_host.h"
+#include "serialize/onnx/onnx_lower.h"
+
+namespace nnasm {
+
+using OnnxMapFn = Status (*)(NodeLowering& n);
+
+struct OnnxOp {
+  const char* type;
+  // Maps the node onto instructions; null for ops only ever folded.
+  OnnxMapFn map;
+  // Computes the outputs at import time, when every input is known then and none is a weight
+  // (which must stay a param); null for ops never folded.
+  OnnxMapFn fold;
+  // Fold even when inputs are computed at run time: the op reads only their shapes (Shape, Size).
+  bool reads_shapes_only = false;
+};
+
+// The entry for op type `type` of the default domain, or null.
+const OnnxOp* onnx_find_op(std::string_view type);
+const std::vector<OnnxOp>& onnx_ops();
+
+// onnx_ops_elementwise.cpp
+Status map_unary(NodeLowering& n);        // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, LeakyRelu, Elu
+Status map_calc_unary(NodeLowering& n);   // Selu, Celu, HardSigmoid, HardSwish, Softsign, Softplus, ...
+Status map_binary(NodeLowering& n);       // Add, Sub, Mul, Div
+Status map_variadic(NodeLowering& n);     // Max, Min, Sum, Mean
+Status map_prelu(NodeLowering& n);
+Status map_clip(NodeLowering& n);
+Status map_pow(NodeLowering& n);
+// onnx_ops_linalg.cpp
+Status map_gemm(NodeLowering& n);
+Status map_matmul(NodeLowering& n);
+Status map_conv(NodeLowering& n);
+Status map_conv_transpose(NodeLowering& n);
+Status map_dropout(NodeLowering& n);
+// Conv's and the pools' padding per spatial axis, [begins..., ends...], from auto_pad (NOTSET,
+// VALID, SAME_UPPER, SAME_LOWER) or pads; strides and dilations within [1, MAX_GEOMETRY], pads
+// within [0, MAX_GEOMETRY].
+Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::vector<int64_t>& kernel,
+                    const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation, std::vector<int64_t>* pads);
+// 1-D convolutions and pools run as 2-D ones over images of height 1: [N, C, L] → [N, C, 1, L]
+// and back.
+Status rows_as_images(NodeLowering& n, TensorId x, TensorId* y);
+Status images_as_rows(NodeLowering& n, TensorId x, TensorId* y);
+// onnx_ops_loss.cpp
+Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
+// onnx_ops_pool.cpp
+Status map_pool(NodeLowering& n);         // MaxPool, AveragePool
+Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
+// onnx_ops_reduce.cpp
+Status map_reduce(NodeLowering& n);
+Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
+// One-axis reductions `op` of x over `axes` (descending), keeping dimensions of 1 when `keep`.
+Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
+// onnx_ops_norm.cpp
+Status map_batchnorm(NodeLowering& n);
+Status map_axes_norm(NodeLowering& n);    // LayerNormalization, InstanceNormalization, MeanVarianceNormalization
+Status map_lrn(NodeLowering& n);
+// onnx_ops_shape.cpp
+Status map_identity(NodeLowering& n);
+Status fold_identity(NodeLowering& n);
+Status map_reshape(NodeLowering& n);      // Reshape, Flatten, Squeeze, Unsqueeze
+Status fold_reshape(NodeLowering& n);
+Status map_transpose(NodeLowering& n);
+Status map_concat(NodeLowering& n);
+Status fold_concat(NodeLowering& n);
+Status map_slice(NodeLowering& n);
+Status fold_slice(NodeLowering& n);
+Status map_split(NodeLowering& n);
+Status map_gather(NodeLowering& n);       // indices known at import time
+Status map_pad(NodeLowering& n);
+Status map_expand(NodeLowering& n);
+Status map_tile(NodeLowering& n);
+Status map_depth_to_space(NodeLowering& n);  // DepthToSpace, SpaceToDepth
+// Records SLICEs of x along each axis whose range is not the whole axis (steps of 1 only; an
+// empty range is an error).
+Status slice_to(NodeLowering& n, TensorId x, const std::vector<SliceRange>& ranges, TensorId* y);
+// onnx_ops_resize.cpp
+Status map_resize(NodeLowering& n);       // Upsample, Resize
+// onnx_fold.cpp
+Status fold_constant(NodeLowering& n);
+Status fold_shape(NodeLowering& n);       // Shape, Size
+Status fold_gather(NodeLowering& n);
+Status fold_constant_of_shape(NodeLowering& n);
+Status fold_range(NodeLowering& n);
+Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Pow, Neg, Max, Min, Sum at import time
+Status fold_cast(NodeLowering& n);        // Cast, CastLike
+Status map_cast(NodeLowering& n);
+
+}  // namespace nnasm

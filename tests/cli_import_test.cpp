@@ -1,0 +1,114 @@
+// `nnasm import` as a user meets it (tests/cli_fixture.h): an ONNX model built in code is
+// imported to a model file and a listing, run on .npy inputs, and gives what the importer's
+// program computes in this process; problems are one line each on stderr and exit status 1.
+#include <cmath>
+
+#include "serialize/npy.h"
+#include "tests/cli_fixture.h"
+#include "tests/onnx/model_builder.h"
+
+namespace nnasm {
+namespace {
+
+// input.1 [2,3] → Gemm(weight [2,3], transB) → Tanh: PyTorch's names, one of them renamed.
+std::string small_model(const std::vector<int64_t>& input_dims = {2, 3}) {
+  OnnxModelBuilder m(13);
+  m.input("input.1", input_dims).output("/out/Tanh_output_0");
+  m.initializer("fc.weight", {2, 3}, {0.5f, -1, 0.25f, 2, 0.125f, -0.75f}).initializer("fc.bias", {2}, {0.1f, -0.3f});
+  OnnxModelBuilder::attr(m.node("Gemm", {"input.1", "fc.weight", "fc.bias"}, {"h"}, "fc"), "transB", int64_t(1));
+  m.node("Tanh", {"h"}, {"/out/Tanh_output_0"}, "act");
+  return m.bytes();
+}
+
+const float kX[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+
+// What the model computes, by hand.
+std::vector<float> expected() {
+  const float w[2][3] = {{0.5f, -1, 0.25f}, {2, 0.125f, -0.75f}}, b[2] = {0.1f, -0.3f};
+  std::vector<float> y;
+  for (int i = 0; i < 2; ++i)
+    for (int o = 0; o < 2; ++o) {
+      float s = b[o];
+      for (int k = 0; k < 3; ++k) s += kX[i * 3 + k] * w[o][k];
+      y.push_back(std::tanh(s));
+    }
+  return y;
+}
+
+void expect_output(const std::string& path) {
+  NpyArray y;
+  Status s = npy_read(path, &y);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(y.type.str(), "f32[2,2]");
+  const std::vector<float> want = expected();
+  ASSERT_EQ(y.f32.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.f32[i], want[i], 1e-6f) << i;
+}
+
+TEST_F(CliTest, ImportThenRunOnNpy) {
+  const std::string model = put("model.onnx", small_model());
+  ToolResult r = tool({"import", model, "-o", path("model.nnm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, model + ": imported 2 of 2 nodes as 3 instructions; inputs %input.1; outputs %_out_Tanh_output_0; 2 params\n");
+  EXPECT_NE(r.err.find("nnasm: note: graph output '/out/Tanh_output_0' is %_out_Tanh_output_0"), std::string::npos) << r.err;
+  const std::string x = put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, kX);
+  r = tool({"run", path("model.nnm"), "--in", "input.1=" + x, "--out", "_out_Tanh_output_0=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_output(path("y.npy"));
+}
+
+// A listing alone carries the weights; with a model file it names them, and `nnasm build` puts
+// an edited listing back together with them.
+TEST_F(CliTest, ImportWritesAListingWithOrWithoutTheWeights) {
+  const std::string model = put("model.onnx", small_model());
+  const std::string x = put_npy("x.npy", TensorType{DType::F32, Shape{2, 3}}, kX);
+  ToolResult r = tool({"import", model, "--listing", path("alone.nnasm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(get("alone.nnasm").find("param  @fc.weight : f32[2,3] = ["), std::string::npos) << get("alone.nnasm");
+  r = tool({"run", path("alone.nnasm"), "--in", "input.1=" + x, "--out", "_out_Tanh_output_0=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_output(path("y.npy"));
+
+  r = tool({"import", model, "-o", path("m.nnm"), "--listing", path("named.nnasm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(get("named.nnasm").find(" = ["), std::string::npos) << get("named.nnasm");
+  r = tool({"build", path("named.nnasm"), "--weights", path("m.nnm"), "-o", path("rebuilt.nnm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = tool({"run", path("rebuilt.nnm"), "--in", "input.1=" + x, "--out", "_out_Tanh_output_0=" + path("y2.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_output(path("y2.npy"));
+}
+
+TEST_F(CliTest, ImportFillsSymbolicDimensionsFromShape) {
+  const std::string model = put("model.onnx", small_model({-1, 3}));
+  ToolResult r = tool({"import", model, "-o", path("m.nnm")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, model + ": error: graph input 'input.1': dimension 0 is symbolic ('N'); give the shape with --shape "
+                           "input.1=D0,D1,...\n" + model + ": error: 1 problem; 0 of 2 nodes imported\n");
+  EXPECT_EQ(::access(path("m.nnm").c_str(), F_OK), -1) << "nothing is written after a problem";
+  r = tool({"import", model, "-o", path("m.nnm"), "--shape", "input.1=2,3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = tool({"import", model, "--shape", "input.1=2,x"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "nnasm: error: --shape 'input.1=2,x': expected NAME=D0,D1,... with positive dimensions\n");
+}
+
+TEST_F(CliTest, ImportListsEveryProblem) {
+  OnnxModelBuilder m(13);
+  m.input("x", {1, 2, 4, 4}).output("a").output("b");
+  m.node("GridSample", {"x", "x"}, {"a"}, "GridSample_12");
+  m.node("Erf", {"x"}, {"b"}, "Erf_3");
+  const std::string model = put("bad.onnx", m.bytes());
+  ToolResult r = tool({"import", model, "-o", path("m.nnm")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, model + ": error: node 'GridSample_12' (op GridSample, opset 13): not supported\n" + model +
+                       ": error: node 'Erf_3' (op Erf, opset 13): not supported\n" + model +
+                       ": error: 2 problems; 0 of 2 nodes imported\n");
+  r = tool({"import", put("junk.onnx", "flow\x01\x02")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, path("junk.onnx") + ": error: a Myelin .flow file; this build imports ONNX models only\n");
+}
+
+}  // namespace
+}  // namespace nnasm

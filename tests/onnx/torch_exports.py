@@ -1,0 +1,80 @@
+"""Writes the PyTorch exports of tests/golden/onnx/ that tests/onnx_torch_test.cpp imports: for each
+model, NAME.onnx (torch.onnx.export, eval mode), NAME_x.npy (an input) and NAME_y.npy (PyTorch's
+output for it). Needs Debian's python3-torch (make bench-deps); run from the repository root:
+
+    /usr/bin/python3 tests/onnx/torch_exports.py
+"""
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+OUT = "tests/golden/onnx/"
+
+
+class SmallCnn(nn.Module):
+    """Conv + BN + ReLU, max pool, strided conv, ReLU6, nearest upsampling, average pool, the
+    x.view(x.size(0), -1) shape subgraph, dropout, linear, log-softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.c2, self.b2 = nn.Conv2d(4, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8)
+        self.fc, self.drop = nn.Linear(8 * 4 * 4, 5), nn.Dropout(0.3)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.b1(self.c1(x))), 2)
+        x = F.relu6(self.b2(self.c2(x)))
+        x = F.avg_pool2d(F.interpolate(x, scale_factor=2, mode="nearest"), 2)
+        return F.log_softmax(self.fc(self.drop(x.view(x.size(0), -1))), dim=1)
+
+
+class Encoder(nn.Module):
+    """A transformer encoder layer: attention (MatMul, Softmax, the head reshapes), LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                                activation="relu", batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class ResUp(nn.Module):
+    """A residual block, squeeze-and-excitation-like global pooling, a transposed convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+        self.c2, self.b2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+        self.up = nn.ConvTranspose2d(4, 2, 2, stride=2)
+
+    def forward(self, x):
+        y = F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
+        y = F.adaptive_avg_pool2d(y, 1) * y
+        return torch.sigmoid(self.up(y)).mean(dim=(2, 3))
+
+
+def main():
+    torch.manual_seed(0)
+    models = [("small_cnn", SmallCnn(), (2, 3, 16, 16), True), ("encoder", Encoder(), (2, 5, 8), False),
+              ("res_up", ResUp(), (1, 4, 6, 6), True)]
+    for name, model, shape, dynamic_batch in models:
+        model.eval()
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):  # statistics other than the identity
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2)
+                m.weight.data.uniform_(0.5, 1.5)
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            y = model(x)
+        torch.onnx.export(model, x, OUT + name + ".onnx", input_names=["input.1"], output_names=["output"],
+                          opset_version=13, dynamic_axes={"input.1": {0: "batch"}} if dynamic_batch else None)
+        np.save(OUT + name + "_x.npy", x.numpy())
+        np.save(OUT + name + "_y.npy", y.numpy())
+
+
+if __name__ == "__main__":
+    main()
