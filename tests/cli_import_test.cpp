@@ -1,10 +1,12 @@
 // `nnasm import` as a user meets it (tests/cli_fixture.h): an ONNX model built in code is
 // imported to a model file and a listing, run on .npy inputs, and gives what the importer's
 // program computes in this process; problems are one line each on stderr and exit status 1.
+#include <algorithm>
 #include <cmath>
 
 #include "serialize/npy.h"
 #include "tests/cli_fixture.h"
+#include "tests/flow_writer.h"
 #include "tests/onnx/model_builder.h"
 
 namespace nnasm {
@@ -105,9 +107,46 @@ TEST_F(CliTest, ImportListsEveryProblem) {
   EXPECT_EQ(r.err, model + ": error: node 'GridSample_12' (op GridSample, opset 13): not supported\n" + model +
                        ": error: node 'Erf_3' (op Erf, opset 13): not supported\n" + model +
                        ": error: 2 problems; 0 of 2 nodes imported\n");
+  // Told by content: "flow" makes it a (here truncated) Myelin file, whatever its name.
   r = tool({"import", put("junk.onnx", "flow\x01\x02")});
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.err, path("junk.onnx") + ": error: a Myelin .flow file; this build imports ONNX models only\n");
+  EXPECT_EQ(r.err.rfind(path("junk.onnx") + ": byte ", 0), 0u) << r.err;
+}
+
+// A Myelin .flow file (tests/flow_writer.h's MLP, batch dimension -1) through the same command:
+// --batch sets the batch, the model file runs on .npy input and gives the MLP's softmax.
+TEST_F(CliTest, ImportFlowThenRun) {
+  const std::vector<float> w0(20, 0.25f), b0(5, -0.5f), w1 = {1, 0, -1, 0.5f, 2, 0, 0, 0, 1, -1, 1, 1, 0.25f, 0, 0},
+                           b1 = {0.1f, 0.2f, 0.3f};
+  const std::string model = put("mlp.flow", flow_bytes(flow_mlp_spec(6, w0, b0, w1, b1)));
+  ToolResult r = tool({"import", model, "--batch", "2", "-o", path("mlp.nnm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(model + ": imported 6 of 6 operations as ", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("input %input: batch dimensions (-1) of [-1,4] set to 2"), std::string::npos) << r.err;
+  const float x[8] = {1, 2, 3, 4, -1, 0.5f, 2, -3};
+  r = tool({"run", path("mlp.nnm"), "--in", "input=" + put_npy("x.npy", TensorType{DType::F32, Shape{2, 4}}, x), "--out",
+            "output=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray y;
+  ASSERT_TRUE(npy_read(path("y.npy"), &y).is_ok());
+  ASSERT_EQ(y.type.str(), "f32[2,3]");
+  for (int i = 0; i < 2; ++i) {
+    double h[5], z[3], sum = 0;
+    for (int j = 0; j < 5; ++j) {
+      h[j] = b0[j];
+      for (int k = 0; k < 4; ++k) h[j] += x[i * 4 + k] * w0[k * 5 + j];
+      h[j] = std::max(h[j], 0.0);
+    }
+    for (int o = 0; o < 3; ++o) {
+      z[o] = b1[o];
+      for (int j = 0; j < 5; ++j) z[o] += h[j] * w1[j * 3 + o];
+      sum += std::exp(z[o]);
+    }
+    for (int o = 0; o < 3; ++o) EXPECT_NEAR(y.f32[i * 3 + o], std::exp(z[o]) / sum, 1e-6) << i << "," << o;
+  }
+  // ONNX's option is refused for a .flow file, and the .flow options for an ONNX model.
+  EXPECT_EQ(tool({"import", model, "--shape", "input=2,4"}).code, 1);
+  EXPECT_EQ(tool({"import", put("model.onnx", small_model()), "--batch", "2"}).code, 1);
 }
 
 }  // namespace

@@ -188,7 +188,7 @@ inline FlowSpec flow_mlp_spec(int version, const std::vector<float>& w0, const s
 // transposed ("perm" attribute), reshaped back (an int32 shape input), joined by ConcatV2 with a
 // constant `table` [2,2] it reaches through a Reference, summed along axis 1 ("rows"), its
 // maximum taken over everything ("top", a scalar), the row sums copied by Identity ("copy") and
-// passed to Erf, which nnasm has no op for.
+// passed to Erf, which the flow importer does not map.
 inline FlowSpec flow_shapes_spec(int version, const std::vector<float>& table) {
   FlowSpec f;
   f.version = version;

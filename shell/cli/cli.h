@@ -144,9 +144,13 @@ struct ImportOptions {
   std::string out;                  // a model file to write (.nnm); may be empty
   std::string listing;              // a listing to write (.nnasm); may be empty
   std::vector<std::string> shapes;  // NAME=D0,D1,...: a graph input's shape (symbolic dimensions)
+  // Myelin .flow files only:
+  std::string function;              // the function to import; empty: the first
+  int64_t batch = 1;                 // the size of batch dimensions (-1 in the file)
+  bool weights_as_params = false;    // every float32 variable with data a param (files before v5)
 };
 // `nnasm import FILE [-o OUT.nnm] [--listing OUT.nnasm] [--shape NAME=D0,D1,...]...`: imports a
-// model of another framework (ONNX; told by content) as a program. Prints what was imported (and
+// model of another framework (ONNX or a Myelin .flow file; told by content) as a program. Prints what was imported (and
 // the notes: renamed or narrowed graph inputs and outputs; every renaming with --verbose), or
 // every problem, one line each, then fails. -o writes a model file with the weights; --listing
 // a listing — naming the weights in OUT.nnm when -o is given too, holding them inline otherwise.

@@ -1,7 +1,7 @@
 // `nnasm import FILE [-o OUT.nnm] [--listing OUT.nnasm] [--shape NAME=D0,D1,...]...`: a model from
 // another framework as an nnasm program. The importer is chosen by the file's content, not its
-// name: ONNX (a protobuf ModelProto) today; Myelin's .flow files, which start with "flow", get
-// their importer in the marked place below. Every problem is printed, one line each, before the
+// name: Myelin's .flow files start with "flow" (serialize/flow/), anything else is read as ONNX
+// (a protobuf ModelProto; serialize/onnx/). Every problem is printed, one line each, before the
 // command fails, so that one run shows all that a model needs.
 #include <cstring>
 
@@ -9,6 +9,7 @@
 
 #include "serialize/atomic_file.h"
 #include "serialize/listing.h"
+#include "serialize/flow/flow_import.h"
 #include "serialize/model_file.h"
 #include "serialize/onnx/onnx_import.h"
 #include "shell/cli/cli.h"
@@ -46,29 +47,46 @@ std::string listing_with_values(Program& p) {
   return program_print(p);
 }
 
+// Prints the report of an import: every problem (an error), the notes — those about the graph's
+// inputs and outputs (renamed, narrowed), which a user needs to run the model, always; the other
+// renamings only with --verbose — and what came in. `what`: "nodes" or "operations".
+Status print_report(const ImportOptions& o, const Status& s, const ImportReport& report, const Program& p, const char* what) {
+  for (const std::string& line : report.problems) fmt::print(stderr, "{}: error: {}\n", o.file, line);
+  if (!s) return s;
+  if (!report.complete()) return Status::errorf("{}: error: {} of {} {} not imported", o.file, report.problems.size(), report.nodes, what);
+  size_t hidden = 0;
+  for (const std::string& line : report.notes) {
+    if (line.rfind("graph ", 0) == 0 || line.rfind("input ", 0) == 0) note("{}", line);
+    else if (verbosity() >= 2) note_verbose("{}", line);
+    else ++hidden;
+  }
+  if (hidden) note("{} other note{} (--verbose lists them)", hidden, hidden == 1 ? "" : "s");
+  size_t params = 0;
+  for (TensorId id : p.tensors()) params += p.desc(id).role == Role::PARAM;
+  fmt::print("{}: imported {} of {} {} as {} instruction{}; inputs {}; outputs {}; {} param{}\n", o.file,
+             report.imported, report.nodes, what, p.code().size(), p.code().size() == 1 ? "" : "s",
+             tensor_names(p, p.inputs()), tensor_names(p, p.outputs()), params, params == 1 ? "" : "s");
+  return Status::ok();
+}
+
 Status import_onnx(const ImportOptions& o, const std::string& bytes, Program* p) {
   OnnxImportOptions opt;
   for (const std::string& s : o.shapes) NNASM_TRY(parse_shape(s, &opt.shapes));
   ImportReport report;
   OnnxGraphInfo info;
   const Status s = onnx_import(bytes, o.file, opt, p, &report, &info);
-  for (const std::string& line : report.problems) fmt::print(stderr, "{}: error: {}\n", o.file, line);
-  if (!s) return s;
-  // Notes about the graph's inputs and outputs (renamed, narrowed) are what a user needs to run
-  // the model; the other renamings only with --verbose.
-  size_t hidden = 0;
-  for (const std::string& line : report.notes) {
-    if (line.rfind("graph ", 0) == 0) note("{}", line);
-    else if (verbosity() >= 2) note_verbose("{}", line);
-    else ++hidden;
-  }
-  if (hidden) note("{} other tensor{} renamed to listing names (--verbose lists them)", hidden, hidden == 1 ? "" : "s");
-  size_t params = 0;
-  for (TensorId id : p->tensors()) params += p->desc(id).role == Role::PARAM;
-  fmt::print("{}: imported {} of {} nodes as {} instruction{}; inputs {}; outputs {}; {} param{}\n", o.file,
-             report.imported, report.nodes, p->code().size(), p->code().size() == 1 ? "" : "s",
-             tensor_names(*p, p->inputs()), tensor_names(*p, p->outputs()), params, params == 1 ? "" : "s");
-  return Status::ok();
+  return print_report(o, s, report, *p, "nodes");
+}
+
+Status import_flow(const ImportOptions& o, const std::string& bytes, Program* p) {
+  if (!o.shapes.empty()) return Status::errorf("nnasm: error: --shape is for ONNX models; a .flow file takes --batch");
+  FlowImportOptions opt;
+  opt.function = o.function;
+  opt.batch = o.batch;
+  opt.weights_as_params = o.weights_as_params;
+  ImportReport report;
+  const Status s = flow_import_bytes(bytes, o.file, p, &report, opt);
+  return print_report(o, s, report, *p, "operations");
 }
 
 }  // namespace
@@ -78,11 +96,10 @@ Status cmd_import(const ImportOptions& o) {
   NNASM_TRY(read_file_limited(o.file, ModelLimits().max_file_bytes, &bytes));
   Context ctx;
   Program p(ctx);
-  if (bytes.compare(0, 4, "flow") == 0) {
-    // Myelin .flow files: their importer (serialize/flow/) plugs in here.
-    return Status::errorf("{}: error: a Myelin .flow file; this build imports ONNX models only", o.file);
-  }
-  NNASM_TRY(import_onnx(o, bytes, &p));
+  const bool flow = bytes.compare(0, 4, "flow") == 0;
+  if (!flow && (!o.function.empty() || o.batch != 1 || o.weights_as_params))
+    return Status::errorf("nnasm: error: --function, --batch and --weights-as-params are for .flow files");
+  NNASM_TRY(flow ? import_flow(o, bytes, &p) : import_onnx(o, bytes, &p));
   if (!o.out.empty()) NNASM_TRY(model_save(p, o.out));
   if (!o.listing.empty()) {
     // With a model file the listing names the weights it holds (edit, then `nnasm build LISTING

@@ -137,14 +137,19 @@ int tool_main(int argc, char** argv) {
 
   nnasm::ImportOptions imp;
   CLI::App* import_cmd =
-      app.add_subcommand("import", "Import a model of another framework (ONNX) as a model file and/or a listing");
-  import_cmd->add_option("FILE", imp.file, "Model to import (.onnx), told by content")->required();
+      app.add_subcommand("import", "Import a model of another framework (ONNX, Myelin .flow) as a model file and/or a listing");
+  import_cmd->add_option("FILE", imp.file, "Model to import (.onnx or .flow), told by content")->required();
   import_cmd->add_option("-o,--output", imp.out, "Model file to write, with the weights")->type_name("OUT.nnm");
   import_cmd->add_option("--listing", imp.listing,
                          "Listing to write; it names the weights in the -o file, or holds them inline without -o")
       ->type_name("OUT.nnasm");
   import_cmd->add_option("--shape", imp.shapes, "Shape of a graph input with symbolic dimensions (repeat for each)")
       ->type_name("NAME=D0,D1,...");
+  import_cmd->add_option("--function", imp.function, ".flow: the function to import (default: the first)");
+  import_cmd->add_option("--batch", imp.batch, ".flow: the size of batch dimensions (-1 in the file)")
+      ->check(CLI::PositiveNumber);
+  import_cmd->add_flag("--weights-as-params", imp.weights_as_params,
+                       ".flow: every float32 variable with data a param (files older than version 5 mark none learnable)");
 
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     sub->footer("Global options, before or after the command: -q,--quiet (no notes)  -v,--verbose (details)\n"
