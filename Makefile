@@ -10,6 +10,8 @@
 #   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
+#   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
+#                  reads (tests/onnx/torch_exports.py → tests/golden/onnx/)
 #   make install PREFIX=/usr/local
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
 #   make check-noexcept  the library and suite built with -fno-exceptions -fno-rtti
@@ -93,7 +95,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-torch fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-torch onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -168,6 +170,10 @@ bench-gemm: deps
 	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
 
 # PyTorch on one thread, the same LeNet-5 as BM_lenet_* (Debian's python3, not a virtualenv's).
+onnx-models:
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torch
+	/usr/bin/python3 tests/onnx/torch_exports.py
+
 bench-torch:
 	/usr/bin/python3 tests/bench/torch_lenet.py
 

@@ -48,7 +48,7 @@ TEST_P(OnnxTorchExport, ImportsAndComputesWhatPyTorchDid) {
     EXPECT_NEAR(y.f32()[i], want.f32[i], 1e-5 + 1e-4 * std::fabs(want.f32[i])) << "element " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport, ::testing::Values("small_cnn", "encoder", "res_up"));
+INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport, ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up"));
 
 }  // namespace
 }  // namespace nnasm

@@ -78,6 +78,8 @@ Status map_unary(NodeLowering& n) {
     static const std::pair<const char*, Opcode> plain[] = {
         {"Relu", Opcode::RELU}, {"Sigmoid", Opcode::SIGMOID}, {"Tanh", Opcode::TANH}, {"Exp", Opcode::EXP},
         {"Log", Opcode::LOG},   {"Sqrt", Opcode::SQRT},       {"Abs", Opcode::ABS},   {"Neg", Opcode::NEG},
+        {"Erf", Opcode::ERF},   {"Floor", Opcode::FLOOR},     {"Ceil", Opcode::CEIL}, {"Sign", Opcode::SIGN},
+        {"Sin", Opcode::SIN},   {"Cos", Opcode::COS},
     };
     const auto* it = std::find_if(std::begin(plain), std::end(plain), [&](const auto& p) { return op == p.first; });
     if (it == std::end(plain)) return Status::error("not supported");

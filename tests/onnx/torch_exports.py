@@ -1,8 +1,15 @@
 """Writes the PyTorch exports of tests/golden/onnx/ that tests/onnx_torch_test.cpp imports: for each
 model, NAME.onnx (torch.onnx.export, eval mode), NAME_x.npy (an input) and NAME_y.npy (PyTorch's
-output for it). Needs Debian's python3-torch (make bench-deps); run from the repository root:
+output for it). Needs Debian's python3-torch; `make onnx-models` installs it and runs this from
+the repository root:
 
     /usr/bin/python3 tests/onnx/torch_exports.py
+
+The models: the issue's three — an MLP (opset 11, the old Softmax), LeNet-5 as
+samples/fashion_cnn.cpp builds it (a symbolic batch, the x.view(x.size(0), -1) subgraph, opset
+17) and a ResNet basic block exported with TrainingMode.PRESERVE so that its BatchNormalization
+nodes stay — and three that bring more of what exporters write: a small CNN, a transformer
+encoder layer and a residual block with a transposed convolution.
 """
 import numpy as np
 import torch
@@ -10,6 +17,40 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 OUT = "tests/golden/onnx/"
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 10)
+
+    def forward(self, x):
+        return torch.softmax(self.fc3(F.relu(self.fc2(F.relu(self.fc1(x))))), dim=1)
+
+
+class LeNet5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 6, 5, padding=2), nn.Conv2d(6, 16, 5)
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16 * 5 * 5, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = x.view(x.size(0), -1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class ResBlock(nn.Module):
+    """A ResNet basic block: conv 3x3, batch norm, ReLU, conv 3x3, batch norm, + x, ReLU."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + x)
 
 
 class SmallCnn(nn.Module):
@@ -56,24 +97,33 @@ class ResUp(nn.Module):
         return torch.sigmoid(self.up(y)).mean(dim=(2, 3))
 
 
+def export(name, model, shape, dynamic_batch, opset, options):
+    model.eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):  # statistics other than the identity
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.data.uniform_(0.5, 1.5)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        y = model(x)
+    torch.onnx.export(model, x, OUT + name + ".onnx", input_names=["input.1"], output_names=["output"],
+                      opset_version=opset, dynamic_axes={"input.1": {0: "batch"}} if dynamic_batch else None,
+                      **options)
+    np.save(OUT + name + "_x.npy", x.numpy())
+    np.save(OUT + name + "_y.npy", y.numpy())
+
+
 def main():
     torch.manual_seed(0)
-    models = [("small_cnn", SmallCnn(), (2, 3, 16, 16), True), ("encoder", Encoder(), (2, 5, 8), False),
-              ("res_up", ResUp(), (1, 4, 6, 6), True)]
-    for name, model, shape, dynamic_batch in models:
-        model.eval()
-        for m in model.modules():
-            if isinstance(m, nn.BatchNorm2d):  # statistics other than the identity
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2)
-                m.weight.data.uniform_(0.5, 1.5)
-        x = torch.randn(*shape)
-        with torch.no_grad():
-            y = model(x)
-        torch.onnx.export(model, x, OUT + name + ".onnx", input_names=["input.1"], output_names=["output"],
-                          opset_version=13, dynamic_axes={"input.1": {0: "batch"}} if dynamic_batch else None)
-        np.save(OUT + name + "_x.npy", x.numpy())
-        np.save(OUT + name + "_y.npy", y.numpy())
+    # name, model, input shape, symbolic batch, opset, export options. The first three were
+    # written first; the issue's three follow, so that adding them left the others' bytes alone.
+    for args in [("small_cnn", SmallCnn(), (2, 3, 16, 16), True, 13, {}), ("encoder", Encoder(), (2, 5, 8), False, 13, {}),
+                 ("res_up", ResUp(), (1, 4, 6, 6), True, 13, {})]:
+        export(*args)
+    for args in [("mlp", Mlp(), (3, 64), False, 11, {}), ("lenet5", LeNet5(), (2, 1, 28, 28), True, 17, {}),
+                 ("resblock", ResBlock(), (2, 8, 10, 10), False, 13, {"training": torch.onnx.TrainingMode.PRESERVE})]:
+        export(*args)
 
 
 if __name__ == "__main__":
