@@ -21,6 +21,8 @@ class ImportNames {
   // "_2", "_3", ... appended. For values an importer makes up (an intermediate of a node that
   // becomes two instructions); map every foreign name first, so none of them gets it later.
   std::string fresh(const std::string& base);
+  // Whether map() or fresh() gave out `listing_name` (an importer's own temporaries avoid it).
+  bool taken(const std::string& listing_name) const { return taken_.count(listing_name) > 0; }
 
  private:
   std::string unique(std::string name);

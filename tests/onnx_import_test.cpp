@@ -216,13 +216,13 @@ TEST(OnnxImport, RenamesIllegalNamesAndSaysSo) {
   ImportReport report;
   Status s = onnx_import(m.bytes(), "m.onnx", {}, &p, &report, &info);
   ASSERT_TRUE(s.is_ok()) << s.message();
-  for (const char* name : {"input.1", "input_1", "input_1_1", "onnx__Add_5", "_layer1_Add_output_0", "_out_Add_output_0"})
+  for (const char* name : {"input.1", "input_1", "input_1_2", "onnx__Add_5", "_layer1_Add_output_0", "_out_Add_output_0"})
     EXPECT_NE(p.find(name), NO_TENSOR) << name << "\n" << program_print(p);
   EXPECT_EQ(report.notes, (std::vector<std::string>{
                               "graph input 'input:1' is %input_1",
                               "tensor 'onnx::Add_5' is @onnx__Add_5",
                               "tensor '/layer1/Add_output_0' is %_layer1_Add_output_0",
-                              "tensor 'input_1' is %input_1_1",
+                              "tensor 'input_1' is %input_1_2",
                               "graph output '/out/Add_output_0' is %_out_Add_output_0",
                           }));
   using Pairs = std::vector<std::pair<std::string, std::string>>;

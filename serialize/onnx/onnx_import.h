@@ -5,7 +5,7 @@
 //
 // What is decided here, for every model:
 //   - Names: graph inputs and outputs and every tensor keep their ONNX names where those are
-//     listing names; others are renamed (serialize/onnx/onnx_names.h), each renaming a note.
+//     listing names; others are renamed (serialize/import_names.h), each renaming a note.
 //   - Shapes are static: a graph input's symbolic dimensions come from `shapes` (`--shape`), and
 //     an input left symbolic is a problem naming it. Shape computations (Shape, Gather, Concat,
 //     Unsqueeze, Cast, Reshape, Slice, arithmetic on integers, ...) whose values are all known at

@@ -16,7 +16,7 @@
 #include "isa/program.h"
 #include "serialize/import_report.h"
 #include "serialize/onnx/onnx_model.h"
-#include "serialize/onnx/onnx_names.h"
+#include "serialize/import_names.h"
 
 namespace nnasm {
 
@@ -128,7 +128,7 @@ class OnnxLowering {
 
   Program& program() const { return p_; }
   int64_t opset() const { return opset_; }
-  OnnxNames& names() { return names_; }
+  ImportNames& names() { return names_; }
   ImportReport& report() { return report_; }
   std::map<std::string, OnnxValue>& values() { return values_; }
   // The ONNX names of the graph's inputs and outputs, so that their renamings read as such.
@@ -154,7 +154,7 @@ class OnnxLowering {
   Program& p_;
   int64_t opset_;
   ImportReport& report_;
-  OnnxNames names_;
+  ImportNames names_;
   std::map<std::string, OnnxValue> values_;
   std::map<std::string, int> temp_counter_;
 };
