@@ -183,17 +183,19 @@ Status map_clip(NodeLowering& n) {
 
 Status map_pow(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(2, 2));
-  const HostTensor* e;
-  if (!n.host(1, "exponent", &e) || e->numel() == 0)
-    return Status::error("an exponent computed at run time is not supported (only constant 0, ±0.5, ±1, ±2, 3)");
-  const double p = e->as_double(0);
-  for (int64_t k = 1; k < e->numel(); ++k)
-    if (e->as_double(k) != p) return Status::error("only one exponent for every element is supported");
-  std::vector<int64_t> dims;
-  NNASM_TRY(broadcast_dims(n.dims(0), e->dims, &dims));
-  if (dims != n.dims(0)) return Status::error("the exponent broadcasts the base to a larger shape");
   TensorId x, y;
   NNASM_TRY(n.tensor(0, &x));
+  // One exponent known at import time: the instruction that computes that power (the common
+  // x², √x, 1/x of exported models); anything else is POW (C's pow, reference kernel).
+  const HostTensor* e = nullptr;
+  double p = 0.25;  // none of the cases below
+  if (n.is_host(1)) {
+    NNASM_TRY(n.host(1, "exponent", &e));
+    bool uniform = e->numel() > 0;
+    for (int64_t k = 1; uniform && k < e->numel(); ++k) uniform = e->as_double(k) == e->as_double(0);
+    std::vector<int64_t> dims;
+    if (uniform && broadcast_dims(n.dims(0), e->dims, &dims).is_ok() && dims == n.dims(0)) p = e->as_double(0);
+  }
   if (p == 1) y = x;
   else if (p == 2) NNASM_TRY(n.emit(Opcode::SQUARE, {x}, {}, &y));
   else if (p == 0.5) NNASM_TRY(n.emit(Opcode::SQRT, {x}, {}, &y));
@@ -202,7 +204,14 @@ Status map_pow(NodeLowering& n) {
   else if (p == -1) NNASM_TRY(calc(n, {x}, "div(1,%0)", &y));
   else if (p == -0.5) NNASM_TRY(calc(n, {x}, "div(1,sqrt(%0))", &y));
   else if (p == -2) NNASM_TRY(calc(n, {x}, "div(1,square(%0))", &y));
-  else return Status::errorf("exponent {} is not supported (only 0, ±0.5, ±1, ±2, 3)", p);
+  else {
+    TensorId b;
+    NNASM_TRY(n.tensor(1, &b));
+    if (n.tensor_type(x).dtype != DType::F32 || n.tensor_type(b).dtype != DType::F32)
+      return Status::error("only float base and exponent are supported at run time");
+    NNASM_TRY(n.emit(Opcode::POW, {x, b}, {}, &y));
+    if (shape_dims(n.tensor_type(y).shape) != n.dims(0)) return Status::error("the exponent broadcasts the base to a larger shape");
+  }
   n.set(0, y, n.type(0));
   return Status::ok();
 }
