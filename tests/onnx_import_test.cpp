@@ -265,6 +265,28 @@ TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
 
 // Every node that cannot be mapped is one line, in one report; a node that only reads one of
 // their results is counted as not imported without a line of its own.
+// An embedding: Gather whose indices are a graph input (INT64 token ids, narrowed to an i32
+// input) becomes one GATHER; indices known at import time stay slices.
+TEST(OnnxImport, GatherWithRunTimeIndicesIsAnEmbeddingLookup) {
+  OnnxModelBuilder m(13);
+  const F table = ramp(5 * 3);
+  m.input("ids", {2, 2}, onnx::TensorProto::INT64).output("y").initializer("emb.weight", {5, 3}, table);
+  m.node("Gather", {"emb.weight", "ids"}, {"y"}, "embedding");
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), (std::vector<std::string>{"GATHER"}));
+  ASSERT_EQ(r->p.desc(r->p.find("ids")).type.dtype, DType::I32);
+  auto ex = Executor::prepare(r->p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  const int32_t ids[4] = {4, 0, -1, 2};  // -1: the last row, as ONNX counts
+  std::copy(ids, ids + 4, r->ctx.at(r->p.find("ids")).i32());
+  (*ex)->run();
+  const Tensor& y = r->ctx.at(r->p.find("y"));
+  ASSERT_EQ(y.desc.type.str(), "f32[2,2,3]");
+  for (int k = 0; k < 4; ++k)
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(y.f32()[k * 3 + c], table[((ids[k] + 5) % 5) * 3 + c]) << k << "," << c;
+}
+
 TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   OnnxModelBuilder m(13);
   m.input("x", {1, 2, 4, 4}).initializer("grid", {1, 4, 4, 2}, F(32, 0.1f)).output("a").output("b").output("c");

@@ -212,16 +212,31 @@ Status fold_slice(NodeLowering& n) {
 // Gather with indices known at import time: each run of consecutive indices is one SLICE of the
 // data, the runs are CONCATenated along the axis, and a RESHAPE gives the indices' shape. (Indices
 // computed at run time need a gather instruction.)
+// Indices computed at run time (an embedding's token ids), or too scattered for a few slices:
+// one GATHER (an index out of range gives a zero slice there, where ONNX leaves it undefined).
+Status gather_instruction(NodeLowering& n, int axis) {
+  TensorId x, idx, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.tensor(1, &idx));
+  if (n.tensor_type(idx).dtype != DType::I32) return Status::error("indices must be integers");
+  NNASM_TRY(n.emit(Opcode::GATHER, {x, idx}, {{"axis", imm_i(axis)}}, &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
 Status map_gather(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(2, 2));
-  const HostTensor* idx;
-  NNASM_TRY(n.host(1, "indices", &idx));
-  if (!onnx_type_is_integer(idx->type)) return Status::errorf("indices are {}, expected integers", onnx_type_name(idx->type));
   int64_t axis = 0;
   NNASM_TRY(n.attr("axis", &axis));
   const std::vector<int64_t> d = n.dims(0);
   int a;
   NNASM_TRY(normalize_axis(axis, static_cast<int>(d.size()), &a));
+  if (!n.is_host(1)) return gather_instruction(n, a);
+  const HostTensor* idx;
+  NNASM_TRY(n.host(1, "indices", &idx));
+  if (!onnx_type_is_integer(idx->type)) return Status::errorf("indices are {}, expected integers", onnx_type_name(idx->type));
+  // Indices known at import time: slices of runs of consecutive rows (and a CONCAT), which the
+  // passes see through; a GATHER when there are many runs.
   constexpr size_t MAX_RUNS = 64;
   std::vector<SliceRange> runs;  // along axis a
   for (int64_t j : idx->i) {
@@ -229,7 +244,7 @@ Status map_gather(NodeLowering& n) {
     const int64_t row = j < 0 ? j + d[a] : j;
     if (!runs.empty() && runs.back().start + runs.back().count == row) ++runs.back().count;
     else runs.push_back(SliceRange{row, 1, 1});
-    if (runs.size() > MAX_RUNS) return Status::errorf("more than {} runs of indices need a gather instruction", MAX_RUNS);
+    if (runs.size() > MAX_RUNS) return gather_instruction(n, a);
   }
   TensorId x, y;
   NNASM_TRY(n.tensor(0, &x));
