@@ -71,6 +71,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   }
 
   for (int k = 0; k < SECTION_COUNT; ++k) ex->sections_[k] = p.section_range(static_cast<Section>(k));
+  ex->join_parallel_steps();
   ex->state_.training = p.training();
   ex->state_.seed = ctx.seed();
 
@@ -81,16 +82,21 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     max_parts = std::max(max_parts, s.n_parts);
   }
   if (scratch) {
-    const size_t stride = (scratch + 63) / 64 * 64;
-    ex->scratch_ = AlignedBuffer(stride * max_parts, ctx.allocator());
-    if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", stride * max_parts);
+    // One stride for a step that runs whole, which its parts share when it is split (a K
+    // split's slots), then one stride per part: the steps joined into one job use the scratch
+    // of their part and the shared stride at the same time.
+    const size_t stride = (scratch + 63) / 64 * 64, bytes = stride * (max_parts > 1 ? max_parts + 1 : 1);
+    ex->scratch_ = AlignedBuffer(bytes, ctx.allocator());
+    if (ex->scratch_.empty()) return Status::errorf("cannot allocate {} bytes of kernel scratch", bytes);
     char* base = static_cast<char*>(ex->scratch_.data());
     for (Step& s : ex->steps_) s.args.scratch = s.args.shared = base;
     for (Step& s : ex->steps_)
-      for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k) {
-        ex->parts_[s.first_part + k].args.scratch = base + k * stride;
-        ex->parts_[s.first_part + k].args.shared = base;
-      }
+      for (int k = 0; k < s.n_parts && s.n_parts > 1; ++k)
+        for (int c = 0; c < s.chain; ++c) {
+          Part& part = ex->parts_[s.first_part + static_cast<size_t>(k * s.chain + c)];
+          part.args.scratch = base + (k + 1) * stride;
+          part.args.shared = base;
+        }
   }
   if (max_parts > 1) ex->pool_ = ctx.thread_pool();
   for (Step& s : ex->steps_) {
@@ -129,6 +135,7 @@ void Executor::build_streams() {
     calls.reserve(e - b);
     for (size_t i = b; i < e; ++i) {
       const Step& s = steps_[i];
+      if (s.n_parts == 0) continue;  // runs in the job of the step before
       if (s.n_parts > 1) calls.push_back(StreamCall{reinterpret_cast<const void*>(&run_parallel), &s});
       else calls.push_back(StreamCall{reinterpret_cast<const void*>(s.fn), &s.args});
     }
@@ -144,8 +151,8 @@ void Executor::build_streams() {
 }
 
 void Executor::run_step(const Step& s) {
-  if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, s.parts);
-  else s.fn(&s.args);
+  if (s.n_parts > 1) s.pool->run(s.n_parts, run_part, const_cast<Step*>(&s));
+  else if (s.n_parts == 1) s.fn(&s.args);
 }
 
 void Executor::run(Section sec) {
@@ -185,9 +192,70 @@ Tensor* Executor::tensor(const std::string& name) const {
   return id == NO_TENSOR ? nullptr : &program_->context().at(id);
 }
 
-void Executor::run_part(void* parts, int task) {
-  const Part& p = static_cast<const Part*>(parts)[task];
-  p.fn(&p.args);
+void Executor::run_part(void* step, int task) {
+  const Step& s = *static_cast<const Step*>(step);
+  const Part* p = s.parts + task * s.chain;
+  for (int c = 0; c < s.chain; ++c) p[c].fn(&p[c].args);
+}
+
+void Executor::join_parallel_steps() {
+  for (const auto& [b, e] : sections_)
+    for (size_t i = b; i + 1 < e; ++i) join(&steps_[i], &steps_[i + 1]);
+}
+
+// Joins b to a's job: b split into a's parts along its reduction, each reading only the slice of
+// a's output that a's part of the same index finishes. The batch-1 MLP's second layer so runs
+// on the two halves of the first layer's output that each thread has just computed, with no
+// hand-off between the layers (a hand-off costs a cache line's round trip between the cores).
+bool Executor::join(Step* a, Step* b) {
+  if (a->n_parts <= 1 || a->chain != 1 || b->n_parts != 1) return false;
+  const Instruction &ia = *a->args.ins, &ib = *b->args.ins;
+  const OpHooks &ha = op_hooks(ia.op), &hb = op_hooks(ib.op);
+  if (!ha.span || !hb.span || !hb.jit || ia.out.size() != 1) return false;
+  // b reads a's output as exactly one of its inputs, and writes nothing a part of a may still
+  // read (the memory plan may give b's output a slot of a's inputs, free once a is done).
+  int j = -1;
+  for (size_t k = 0; k < ib.in.size(); ++k)
+    if (ib.in[k] == ia.out[0]) {
+      if (j >= 0) return false;
+      j = static_cast<int>(k);
+    }
+  if (j < 0) return false;
+  for (int o = 0; o < b->args.n_out; ++o) {
+    const char* w = static_cast<const char*>(b->args.out[o]);
+    const size_t wn = storage_bytes(b->args.out_type[o]);
+    for (int k = 0; k < a->args.n_in; ++k) {
+      const char* r = static_cast<const char*>(a->args.in[k]);
+      if (w < r + storage_bytes(a->args.in_type[k]) && r < w + wn) return false;
+    }
+  }
+  Context& ctx = program_->context();
+  const Isa isa = ctx.jit().isa();
+  const int n = a->n_parts;
+  std::vector<std::shared_ptr<const JitKernel>> made;
+  for (int t = 0; t < n; ++t) {
+    const JitRequest ra{ia, a->args.in_type, a->args.out_type, isa, t, n};
+    JitRequest rb{ib, b->args.in_type, b->args.out_type, isa, t, n};
+    rb.split_reduction = true;
+    int64_t w0, w1, r0, r1;
+    if (!ha.span(ra, true, 0, &w0, &w1) || !hb.span(rb, false, j, &r0, &r1)) return false;
+    if (r0 < r1 && (r0 < w0 || r1 > w1)) return false;
+    Result<std::shared_ptr<const JitKernel>> k = hb.jit(rb, ctx.kernels());
+    if (!k || !k.value()) return false;
+    made.push_back(k.value());
+  }
+  std::vector<Part> joined;
+  for (int t = 0; t < n; ++t) {
+    joined.push_back(parts_[a->first_part + t]);
+    joined.push_back(Part{made[t]->fn(), b->args});
+  }
+  a->first_part = parts_.size();
+  a->chain = 2;
+  parts_.insert(parts_.end(), joined.begin(), joined.end());
+  b->n_parts = 0;
+  b->kernel = made[0]->name().c_str();
+  jit_.insert(jit_.end(), made.begin(), made.end());
+  return true;
 }
 
 const char* Executor::kernel_name(size_t i) const { return i < steps_.size() ? steps_[i].kernel : "?"; }

@@ -99,7 +99,8 @@ class Executor {
   const char* kernel_name(size_t i) const;
   // Whether run() calls a generated dispatch stream (else the interpreter loop).
   bool streamed() const { return stream_[0] != nullptr; }
-  // How many parallel parts instruction `i` runs as (1: one kernel on the calling thread).
+  // How many parallel parts instruction `i` runs as (1: one kernel on the calling thread; 0: its
+  // parts run in the parallel job of the instruction before it, each right after that one's).
   int parts(size_t i) const { return i < steps_.size() ? steps_[i].n_parts : 0; }
 
  private:
@@ -112,10 +113,13 @@ class Executor {
     KernelFn fn;
     KernelArgs args;
     const char* kernel;  // name, owned by the JitKernel or static
-    int n_parts;         // > 1: run parts_[first_part …] on the pool instead of fn
+    int n_parts;         // > 1: run parts_[first_part …] on the pool instead of fn; 0: joined
     size_t first_part;
     Part* parts;         // &parts_[first_part] and the pool, set once parts_ is complete
     ThreadPool* pool;
+    // Kernels per part: task t runs parts[t·chain … t·chain + chain − 1] in order, the first
+    // this step's part t, the others those of the steps joined to it (join_parallel_steps).
+    int chain = 1;
   };
   explicit Executor(const Program& p) : program_(&p) {}
   // plan_ for program(), verified, and arena_ to hold it.
@@ -125,7 +129,11 @@ class Executor {
   void choose_kernel(Step* s, const Instruction& ins);
   // One step on the calling thread, or its parts on the pool.
   static void run_step(const Step& s);
-  static void run_part(void* parts, int task);
+  static void run_part(void* step, int task);
+  // Joins a step to the parallel job of the step before it where each of its parts reads only
+  // what the same part of that step finished (the ops' span hooks say so).
+  void join_parallel_steps();
+  bool join(Step* a, Step* b);
   static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
   // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;
   // without one, run() loops over the steps.

@@ -38,8 +38,9 @@ struct KernelArgs {
   int n_out;
   void* scratch;             // the bytes the op's scratch hook asked for, 64-byte aligned
   RunState* state;           // the run's; kernels write only parts_done
-  // Part 0's scratch, where the parallel parts of one step can leave results for the part that
-  // finishes last; the step's own scratch when it runs as one part.
+  // Where the parallel parts of one step can leave results for the part that finishes last (a
+  // region of its own, apart from every part's scratch); the step's own scratch when it runs as
+  // one part.
   void* shared;
 };
 
@@ -77,6 +78,11 @@ struct JitRequest {
   // arithmetic as the whole-step kernel (so results do not depend on the thread count).
   int part = 0;
   int n_parts = 1;
+  // With n_parts > 1: split the reduction instead (a GEMV's K), the last part to finish
+  // completing the output, so that part p reads only its slice of the input. The executor asks
+  // for this to join a step to the parallel job of the step before it, whose part p wrote that
+  // slice (see SpanFn). An op that cannot split so returns no kernel.
+  bool split_reduction = false;
 };
 // Returns the kernel for the request (from `cache`, generating it the first time), a null
 // pointer when the op has no JIT kernel for this case (the reference runs, silently), or an
@@ -86,6 +92,13 @@ using JitFn = Result<std::shared_ptr<const JitKernel>> (*)(const JitRequest& r, 
 // `threads` threads can run them; 1 where the work is too small to pay for the hand-off or the
 // case cannot be split. Each part runs with its own scratch of the scratch hook's size.
 using PartsFn = int (*)(const JitRequest& r, int threads);
+
+// The elements [*begin, *end) of input k (output k with `output`) that the kernel for `r` (a
+// part, or the whole step) reads, or writes the final values of by itself; false where the op
+// cannot say (it may read all of the input; no output element is final before every part is
+// done). The executor uses it to run part p of one step right after part p of the step before,
+// in one parallel job, when the first reads only what the second finished.
+using SpanFn = bool (*)(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end);
 
 struct ElementwiseOp;  // ops/elementwise/elementwise_op.h
 
@@ -104,6 +117,8 @@ struct OpHooks {
   // OPF_UPDATES_STATE ops: bit k set when the kernel updates input k in place in training mode
   // (through a cast of KernelArgs::in[k]). 0 for every other op.
   uint32_t state_inputs = 0;
+  // What a part reads and finishes, for joining parallel steps. nullptr: unknown (never joined).
+  SpanFn span = nullptr;
 };
 
 // One function per opcode, defined in that op's file; a missing one is a link error.

@@ -286,10 +286,50 @@ TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {
         Var v = g.input("v", {3, 700});
         g.output(matmul(a, b), "ab");                   // packed, an N tail
         g.output(matmul(a, bt, false, true), "abt");    // packed, Bᵀ
-        g.output(matmul(v, b), "vb");                   // gemv
+        g.output(matmul(v, b), "vb");                   // gemv in K segments: a column split
+        g.output(matmul(g.input("w", {2, 5000}), g.input("bn", {5000, 16})), "narrow");  // one vector wide: a K split
         g.output(matmul(a, a, true, false), "ata");     // packed, Aᵀ, 700 columns
       },
       false);
+}
+
+// The batch-1 MLP: the first layer splits its columns, and the second runs in the same parallel
+// job, split along K, each part on the slice of the first layer's output that it has just
+// written (Executor::join). Bitwise as one thread, also at 3 threads (3 column slices, which the
+// second layer's 2 K segments cannot match: no join there); an instance and run_steps run the
+// joined steps too.
+TEST(ParallelSteps, Batch1LayersShareOneJob) {
+  auto mlp = [](Program&, Graph& g) {
+    g.output(softmax(linear(relu(linear(relu(linear(g.input("x", {1, 784}), 256)), 128)), 10)), "y");
+  };
+  expect_same_for_any_threads(mlp, false);
+  for (Isa isa : isas()) {
+    if (isa == Isa::REF) continue;
+    Built b;
+    b.ctx.set_jit(JitConfig{true, isa});
+    b.ctx.set_threads(2);
+    Graph g(b.p);
+    mlp(b.p, g);
+    auto ex = Executor::prepare(b.p);
+    ASSERT_TRUE(ex) << ex.status().message();
+    Executor& e = *ex.value();
+    EXPECT_EQ(e.parts(0), 2) << isa_name(isa);
+    EXPECT_EQ(e.parts(1), 0) << isa_name(isa) << ": the second layer did not join the first's job";
+    EXPECT_EQ(e.parts(2), 1) << isa_name(isa);
+    Tensor* x = e.tensor("x");
+    for (int64_t i = 0; i < x->numel(); ++i) x->f32()[i] = static_cast<float>(i % 13) / 6.f - 1.f;
+    e.run();
+    const std::vector<float> want(e.tensor("y")->f32(), e.tensor("y")->f32() + 10);
+    auto inst = e.instantiate();
+    ASSERT_TRUE(inst) << inst.status().message();
+    std::memcpy(inst.value()->data(b.p.find("x")), x->f32(), 784 * sizeof(float));
+    inst.value()->run();
+    EXPECT_EQ(0, std::memcmp(want.data(), inst.value()->data(b.p.find("y")), 10 * sizeof(float))) << isa_name(isa);
+    std::fill(e.tensor("y")->f32(), e.tensor("y")->f32() + 10, 0.f);
+    while (!e.run_steps(1)) {
+    }
+    EXPECT_EQ(0, std::memcmp(want.data(), e.tensor("y")->f32(), 10 * sizeof(float))) << isa_name(isa);
+  }
 }
 
 TEST(ParallelSteps, BigElementwiseOpsAreBitwiseTheSame) {

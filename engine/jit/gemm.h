@@ -65,19 +65,26 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 
 // Parallel parts: how many the product `d` is worth splitting into for `threads` threads on
 // `isa`. A GEMV whose B is large is summed in K segments (fixed by the shape, so that one
-// thread sums in the same order): its parts take consecutive segments, so that each streams
-// its own contiguous rows of B (halves of every row, as a split of N gives, were slower: the
-// prefetcher fetches the other half too; README, Parallel parts); the last part to finish adds
-// the others' sums into C. A tiled product with at least as many rows as columns splits M, so
-// that each part writes its own contiguous rows of C (the weight gradient an optimizer step
-// then updates in the same halves); other products split N into slices, each a multiple of
-// the micro-kernel width. 1 for small products (B under 256 KiB for a K split, under 256 KFLOP
-// for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel. Each element of C is computed
-// exactly as by the whole kernel.
+// thread, and each column, sums in the same order). It splits N into slices of whole vectors,
+// each part summing its columns' segments in order, so that each part writes the final values
+// of its own columns (and the next layer's parts can start on them: SpanFn); one vector wide,
+// its parts take consecutive segments instead, each streaming its own rows of B, and the last
+// part to finish adds the others' sums into C. A tiled product with at least as many rows as
+// columns splits M, so that each part writes its own contiguous rows of C (the weight gradient
+// an optimizer step then updates in the same halves); other products split N into slices, each
+// a multiple of the micro-kernel width. 1 for small products (B under 256 KiB for a K split,
+// under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel. Each element of
+// C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
-// `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts). Its kernel's
-// scratch is at most jit_gemm_scratch_bytes(d); a K split's parts meet in part 0's
-// (KernelArgs::shared) and count themselves in KernelArgs::state->parts_done.
-GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts);
+// `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts; with `along_k`, a
+// GEMV's K segments split among the parts whatever its width: jit_gemm then has no kernel unless
+// there are as many segments as parts). Its kernel's scratch is at most
+// jit_gemm_scratch_bytes(d); a K split's parts meet in KernelArgs::shared and count themselves
+// in KernelArgs::state->parts_done.
+GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts, bool along_k = false);
+// For a single-row product (C is [1, N], A a row of K): the elements of A (k 0, not output) that
+// the kernel for `d` (a part or the whole) reads, or of C (output) whose final values it writes
+// by itself, as SpanFn says. False for other operands and shapes, and for a K split's output.
+bool jit_gemm_span(const GemmJitDesc& d, Isa isa, bool output, int k, int64_t* begin, int64_t* end);
 
 }  // namespace nnasm

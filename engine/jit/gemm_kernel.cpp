@@ -418,7 +418,8 @@ void Gen::columns(int mr, int64_t w, int64_t kcw) {
 // Register map (micro-kernel; in: rsi A, rdx B, rcx C, r8 bias, r9 store mode):
 //   vec(i·nv + v)        accumulator of row i, vector v
 //   vec(mr·nv + v)       B vector v of the current k (when mr > 1; one row uses B from memory)
-//   t0, t1               broadcasts of A (alternating); AVX2: t1 holds the store mask
+//   t0, t1               AVX2: broadcasts of A, alternating (AVX-512 broadcasts inside the FMA);
+//                        t0 the bias in the epilogue; AVX2: t1 holds the store mask
 //   mk                   AVX2 gemv: mask of B's last vector
 //   k1                   AVX-512: mask of the last vector
 //   rax                  k loop counter;  r10, r11 moving A and B pointers
@@ -478,6 +479,12 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
           }
         }
         for (int i = 0; i < mr; ++i) {
+          if (avx512_) {
+            // A's element as the FMA's embedded broadcast: one fused load+FMA per vector,
+            // fewer uops to rename than a separate broadcast (measured 0.3–2.6% faster).
+            for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(i, v), vec(b0 + v), g_.ptr_b[r10 + i * a_rs + ao]);
+            continue;
+          }
           const Xmm t = vec(i & 1 ? t1 : t0);
           g_.vbroadcastss(t, ptr[r10 + i * a_rs + ao]);
           for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(i, v), vec(b0 + v), t);

@@ -57,7 +57,8 @@ struct Plan {
   bool pack_b = false;
   // GEMV with a large B: K is summed in kseg segments of kc rows (the last may be shorter), and
   // each segment's sum is added to C in order: C = act((…((seg 0 + bias) + seg 1) + …) + seg
-  // kseg−1), one thread or several alike.
+  // kseg−1), one thread or several alike, and a slice of the columns (a part of a column split)
+  // as the whole.
   int kseg = 1;
   // A parallel part of that sum (GemmJitDesc::k_parts > 1) takes segments [seg_begin(k_part),
   // seg_begin(k_part + 1)). Part 0 chains its segments into C; the others store each segment's

@@ -77,7 +77,11 @@ size_t linear_scratch(const Instruction& ins, const TensorType* in, const Tensor
 }
 
 Result<std::shared_ptr<const JitKernel>> linear_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in), r.isa, r.part, r.n_parts), r.isa, cache);
+  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, cache);
+}
+
+bool linear_span(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end) {
+  return jit_gemm_span(jit_gemm_part(jit_desc(r.ins, r.in), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, output, k, begin, end);
 }
 
 int linear_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.ins, r.in), r.isa, threads); }
@@ -113,6 +117,10 @@ Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_LINEAR() { return {linear_shape, linear_ref, linear_scratch, linear_grad, linear_jit, linear_parts}; }
+OpHooks op_hooks_LINEAR() {
+  OpHooks h{linear_shape, linear_ref, linear_scratch, linear_grad, linear_jit, linear_parts};
+  h.span = linear_span;
+  return h;
+}
 
 }  // namespace nnasm

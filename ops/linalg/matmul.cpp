@@ -87,7 +87,11 @@ size_t matmul_scratch(const Instruction& ins, const TensorType* in, const Tensor
 }
 
 Result<std::shared_ptr<const JitKernel>> matmul_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in, r.out), r.isa, r.part, r.n_parts), r.isa, cache);
+  return jit_gemm(jit_gemm_part(jit_desc(r.ins, r.in, r.out), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, cache);
+}
+
+bool matmul_span(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end) {
+  return jit_gemm_span(jit_gemm_part(jit_desc(r.ins, r.in, r.out), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, output, k, begin, end);
 }
 
 int matmul_parts(const JitRequest& r, int threads) { return jit_gemm_parts(jit_desc(r.ins, r.in, r.out), r.isa, threads); }
@@ -133,6 +137,10 @@ Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 
 }  // namespace
 
-OpHooks op_hooks_MATMUL() { return {matmul_shape, matmul_ref, matmul_scratch, matmul_grad, matmul_jit, matmul_parts}; }
+OpHooks op_hooks_MATMUL() {
+  OpHooks h{matmul_shape, matmul_ref, matmul_scratch, matmul_grad, matmul_jit, matmul_parts};
+  h.span = matmul_span;
+  return h;
+}
 
 }  // namespace nnasm

@@ -6,6 +6,8 @@
 #pragma once
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -70,6 +72,30 @@ inline void finish(benchmark::State& st, const Operands& o, bool layer) {
   if (layer) st.SetBytesProcessed(st.iterations() * o.k * o.n * static_cast<int64_t>(sizeof(float)));
   const std::string err = o.check();
   if (!err.empty()) st.SkipWithError(err.c_str());
+}
+
+// Head to head: nnasm's call and a library's, timed in alternating blocks of `calls` calls inside
+// each benchmark iteration; the best time per call of each. This VM's clock moves by 10–15% over
+// seconds, so rows measured one after the other (the median rows above) can differ by more than
+// the difference between the two codes; alternating blocks see the same clock. Counters: each
+// side's GFLOP/s at its best block, and nnasm's time over the library's (below 1: nnasm faster).
+template <class Nnasm, class Library>
+void head_to_head(benchmark::State& st, double flops_per_call, Nnasm&& nnasm, Library&& library) {
+  using clock = std::chrono::steady_clock;
+  const int calls = static_cast<int>(std::clamp(2e5 / flops_per_call * 100, 1.0, 1000.0));  // ≥ ~20 µs a block
+  auto block = [&](auto& f) {
+    const auto t0 = clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    return std::chrono::duration<double>(clock::now() - t0).count() / calls;
+  };
+  double best_nnasm = 1e30, best_library = 1e30;
+  for (auto _ : st) {
+    best_nnasm = std::min(best_nnasm, block(nnasm));
+    best_library = std::min(best_library, block(library));
+  }
+  st.counters["nnasm_GFLOPS"] = flops_per_call / best_nnasm * 1e-9;
+  st.counters["lib_GFLOPS"] = flops_per_call / best_library * 1e-9;
+  st.counters["time_ratio"] = best_nnasm / best_library;
 }
 
 // The row a baseline leaves when its library was not there at build time.

@@ -7,6 +7,7 @@
 // the code path (target) libxsmm chose. Built only with NNASM_HAVE_LIBXSMM (the Makefile sets it
 // when the header is installed: make bench-deps); otherwise one row says so.
 #include "tests/bench/baselines.h"
+#include "tests/bench/bench_program.h"
 
 #ifdef NNASM_HAVE_LIBXSMM
 #include <libxsmm.h>
@@ -44,6 +45,30 @@ BENCHMARK(BM_gemm_gemv_784x256_libxsmm)->Unit(benchmark::kMicrosecond);
 
 void BM_gemm_b64_784x256_libxsmm(benchmark::State& st) { run_smm(st, kLayerBatch, kLayerOut, kLayerIn, true); }
 BENCHMARK(BM_gemm_b64_784x256_libxsmm)->Unit(benchmark::kMicrosecond);
+
+// nnasm's square MATMUL (as BM_gemm_square_nnasm) and libxsmm's kernel, head to head.
+void BM_gemm_square_vs_libxsmm(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  libxsmm_init();
+  Operands o(n, n, n);
+  const float alpha = 1.f, beta = 0.f;
+  const libxsmm_smmfunction kernel = libxsmm_smmdispatch(static_cast<libxsmm_blasint>(n), static_cast<libxsmm_blasint>(n),
+                                                         static_cast<libxsmm_blasint>(n), nullptr, nullptr, nullptr,
+                                                         &alpha, &beta, nullptr, nullptr);
+  auto b = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "y"); });
+  if (!kernel || !b) {
+    st.SkipWithError("no kernel");
+    return;
+  }
+  st.SetLabel(b->ex->kernel_name(0));
+  head_to_head(
+      st, 2.0 * n * n * n, [&] { b->ex->run(); },
+      [&] {
+        kernel(o.b, o.a, o.c);
+        benchmark::DoNotOptimize(o.c);
+      });
+}
+BENCHMARK(BM_gemm_square_vs_libxsmm)->RangeMultiplier(2)->Range(32, 512)->Unit(benchmark::kMillisecond);
 
 #else
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "tests/bench/baselines.h"
+#include "tests/bench/bench_program.h"
 #include "tests/bench/conv_shapes.h"
 
 #ifdef NNASM_HAVE_ONEDNN
@@ -25,36 +26,63 @@ namespace {
 
 #ifdef NNASM_HAVE_ONEDNN
 
-void run_matmul(benchmark::State& st, int64_t m, int64_t n, int64_t k, bool layer, int threads = 1) {
+// A dnnl::matmul primitive for C = A·B on o's row-major buffers (format_tag::ab), created once;
+// use(label, call) runs the timing, where call() executes the primitive and waits for it.
+// False (with an error row) when oneDNN throws.
+template <class Use>
+bool with_matmul(benchmark::State& st, Operands& o, int threads, Use use) {
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
   omp_set_num_threads(threads);
 #else
   (void)threads;
 #endif
-  Operands o(m, n, k);
   try {
     using dnnl::memory;
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     dnnl::stream strm(eng);
-    const memory::desc a_md({m, k}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc b_md({k, n}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc c_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc a_md({o.m, o.k}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc b_md({o.k, o.n}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc c_md({o.m, o.n}, memory::data_type::f32, memory::format_tag::ab);
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), eng);
     const dnnl::matmul prim(pd);
     memory a(a_md, eng, o.a), b(b_md, eng, o.b), c(c_md, eng, o.c);
     const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-    st.SetLabel(pd.impl_info_str());
-    for (auto _ : st) {
+    use(std::string(pd.impl_info_str()), [&] {
       prim.execute(strm, args);
       strm.wait();
       benchmark::DoNotOptimize(o.c);
-    }
+    });
   } catch (const dnnl::error& e) {
     st.SkipWithError((std::string("oneDNN: ") + e.what()).c_str());
+    return false;
+  }
+  return true;
+}
+
+void run_matmul(benchmark::State& st, int64_t m, int64_t n, int64_t k, bool layer, int threads = 1) {
+  Operands o(m, n, k);
+  const bool ran = with_matmul(st, o, threads, [&](const std::string& label, auto call) {
+    st.SetLabel(label);
+    for (auto _ : st) call();
+  });
+  if (ran) finish(st, o, layer);
+}
+
+// nnasm's square MATMUL (as BM_gemm_square_nnasm) and oneDNN's, head to head.
+void BM_gemm_square_vs_onednn(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Operands o(n, n, n);
+  auto p = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "y"); });
+  if (!p) {
+    st.SkipWithError("prepare failed");
     return;
   }
-  finish(st, o, layer);
+  with_matmul(st, o, 1, [&](const std::string& label, auto call) {
+    st.SetLabel(std::string(p->ex->kernel_name(0)) + " vs " + label);
+    head_to_head(st, 2.0 * n * n * n, [&] { p->ex->run(); }, call);
+  });
 }
+BENCHMARK(BM_gemm_square_vs_onednn)->RangeMultiplier(2)->Range(32, 2048)->Unit(benchmark::kMillisecond);
 
 void BM_gemm_square_onednn(benchmark::State& st) { run_matmul(st, st.range(0), st.range(0), st.range(0), false); }
 BENCHMARK(BM_gemm_square_onednn)->Apply(square_sizes);

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/executor.h"
 #include "shell/shell.h"
@@ -18,13 +20,16 @@ struct BenchProgram {
 };
 
 // Records `record`, prepares it with `jit` (default: JIT at the machine's best level) at
-// optimization level `opt_level` (default: the context's, from NNASM_OPT) and fills every f32
-// input with small deterministic values. nullptr if recording or prepare failed.
+// optimization level `opt_level` (default: the context's, from NNASM_OPT), with only the named
+// `passes` when given, and fills every f32 input with small deterministic values. nullptr if
+// recording or prepare failed.
 inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Graph&)>& record,
-                                                   JitConfig jit = JitConfig{true, Isa::AVX512}, int opt_level = -1) {
+                                                   JitConfig jit = JitConfig{true, Isa::AVX512}, int opt_level = -1,
+                                                   std::vector<std::string> passes = {}) {
   auto b = std::make_unique<BenchProgram>();
   b->ctx.set_jit(jit);
   if (opt_level >= 0) b->ctx.set_opt_level(opt_level);
+  b->ctx.set_passes(std::move(passes));
   Graph g(b->p);
   record(g);
   if (!g.status()) return nullptr;
