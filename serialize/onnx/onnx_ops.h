@@ -4,6 +4,7 @@
 //   onnx_ops_elementwise.cpp  activations, arithmetic (numpy broadcasting), Clip, Pow, PRelu
 //   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
 //   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
+//   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
@@ -60,6 +61,14 @@ Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::
 // and back.
 Status rows_as_images(NodeLowering& n, TensorId x, TensorId* y);
 Status images_as_rows(NodeLowering& n, TensorId x, TensorId* y);
+// onnx_ops_logic.cpp
+Status map_compare(NodeLowering& n);      // Equal, Less, LessOrEqual, Greater, GreaterOrEqual
+Status fold_compare(NodeLowering& n);
+Status map_logic(NodeLowering& n);        // Not, And, Or, Xor
+Status fold_logic(NodeLowering& n);
+Status map_where(NodeLowering& n);
+Status fold_where(NodeLowering& n);
+Status map_is_special(NodeLowering& n);   // IsNaN, IsInf
 // onnx_ops_loss.cpp
 Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
 // onnx_ops_pool.cpp
