@@ -7,7 +7,7 @@
 //   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
-//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
+//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
@@ -77,6 +77,7 @@ Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
 // onnx_ops_reduce.cpp
 Status map_reduce(NodeLowering& n);
 Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
+Status map_arg(NodeLowering& n);          // ArgMax, ArgMin
 // One-axis reductions `op` of x over `axes` (descending), keeping dimensions of 1 when `keep`.
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
 // onnx_ops_norm.cpp
