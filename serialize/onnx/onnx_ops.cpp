@@ -64,6 +64,7 @@ const std::vector<OnnxOp>& onnx_ops() {
       {"Mod", nullptr, fold_arith},
       {"Mul", map_binary, fold_arith},
       {"Neg", map_unary, fold_arith},
+      {"NegativeLogLikelihoodLoss", map_nll_loss, nullptr},
       {"Not", map_logic, fold_logic},
       {"Or", map_logic, fold_logic},
       {"PRelu", map_prelu, nullptr},

@@ -5,7 +5,7 @@
 //   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
 //   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
 //   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
-//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
+//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
@@ -71,6 +71,7 @@ Status fold_where(NodeLowering& n);
 Status map_is_special(NodeLowering& n);   // IsNaN, IsInf
 // onnx_ops_loss.cpp
 Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
+Status map_nll_loss(NodeLowering& n);     // NegativeLogLikelihoodLoss
 // onnx_ops_pool.cpp
 Status map_pool(NodeLowering& n);         // MaxPool, AveragePool
 Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
