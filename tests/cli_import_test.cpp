@@ -152,13 +152,13 @@ TEST_F(CliTest, ImportListsEveryProblem) {
   OnnxModelBuilder m(13);
   m.input("x", {1, 2, 4, 4}).output("a").output("b");
   m.node("GridSample", {"x", "x"}, {"a"}, "GridSample_12");
-  m.node("Trilu", {"x"}, {"b"}, "Trilu_3");
+  m.node("Det", {"x"}, {"b"}, "Det_3");
   const std::string model = put("bad.onnx", m.bytes());
   ToolResult r = tool({"import", model, "-o", path("m.nnm")});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, model + ": error: node 'GridSample_12' (op GridSample, opset 13): not supported\n" + model +
-                       ": error: node 'Trilu_3' (op Trilu, opset 13): not supported\n" + model +
+                       ": error: node 'Det_3' (op Det, opset 13): not supported\n" + model +
                        ": error: 2 problems; 0 of 2 nodes imported\n");
   // Told by content: "flow" makes it a (here truncated) Myelin file, whatever its name.
   r = tool({"import", put("junk.onnx", "flow\x01\x02")});

@@ -292,7 +292,7 @@ TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   m.input("x", {1, 2, 4, 4}).initializer("grid", {1, 4, 4, 2}, F(32, 0.1f)).output("a").output("b").output("c");
   m.node("GridSample", {"x", "grid"}, {"up"}, "GridSample_12");
   m.node("Relu", {"up"}, {"a"}, "after_up");
-  m.node("Trilu", {"x"}, {"b"});
+  m.node("Det", {"x"}, {"b"});
   m.node("Relu", {"x"}, {"c"}, "fine");
   onnx::NodeProto& custom = m.node("Gelu", {"x"}, {"d"}, "custom");
   custom.set_domain("com.microsoft");
@@ -300,7 +300,7 @@ TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   ASSERT_FALSE(r->status.is_ok());
   EXPECT_EQ(r->report.problems, (std::vector<std::string>{
                                     "node 'GridSample_12' (op GridSample, opset 13): not supported",
-                                    "node #2 (op Trilu, opset 13): not supported",
+                                    "node #2 (op Det, opset 13): not supported",
                                     "node 'custom' (op Gelu, opset 13): domain 'com.microsoft' is not supported",
                                 }));
   EXPECT_EQ(r->report.nodes, 5u);

@@ -8,7 +8,8 @@
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin
-//   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
+//   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split,
+//                             Gather, GatherElements, Trilu, ...
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
@@ -97,6 +98,8 @@ Status map_slice(NodeLowering& n);
 Status fold_slice(NodeLowering& n);
 Status map_split(NodeLowering& n);
 Status map_gather(NodeLowering& n);       // indices known at import time
+Status map_gather_elements(NodeLowering& n);  // indices known at import time
+Status map_trilu(NodeLowering& n);
 Status map_pad(NodeLowering& n);
 Status map_expand(NodeLowering& n);
 Status map_tile(NodeLowering& n);
