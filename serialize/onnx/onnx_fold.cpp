@@ -234,6 +234,28 @@ Status fold_range(NodeLowering& n) {
   return Status::ok();
 }
 
+Status fold_eye_like(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  int64_t k = 0, dtype = static_cast<int64_t>(n.type(0));
+  NNASM_TRY(n.attr("k", &k));
+  NNASM_TRY(n.attr("dtype", &dtype));
+  const std::vector<int64_t> dims = n.dims(0);
+  if (dims.size() != 2) return Status::errorf("the input is rank {}, expected 2", dims.size());
+  NNASM_TRY(check_fold_size(dims));
+  HostTensor y;
+  y.type = static_cast<OnnxType>(dtype);
+  DType d;
+  if (!onnx_to_dtype(y.type, &d)) return Status::errorf("an EyeLike of {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", onnx_type_name(y.type));
+  y.dims = dims;
+  for (int64_t i = 0; i < dims[0]; ++i)
+    for (int64_t j = 0; j < dims[1]; ++j) {
+      if (y.is_float()) y.f.push_back(j - i == k);
+      else y.i.push_back(j - i == k);
+    }
+  n.set(0, std::move(y));
+  return Status::ok();
+}
+
 Status fold_arith(NodeLowering& n) {
   const std::string& op = n.node().op_type;
   const bool variadic = op == "Max" || op == "Min" || op == "Sum", unary = op == "Neg";

@@ -7,7 +7,7 @@
 //   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
-//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin
+//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin, Hardmax
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split,
 //                             Gather, GatherElements, Trilu, ...
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
@@ -40,8 +40,8 @@ const OnnxOp* onnx_find_op(std::string_view type);
 const std::vector<OnnxOp>& onnx_ops();
 
 // onnx_ops_elementwise.cpp
-Status map_unary(NodeLowering& n);        // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, LeakyRelu, Elu
-Status map_calc_unary(NodeLowering& n);   // Selu, Celu, HardSigmoid, HardSwish, Softsign, Softplus, ...
+Status map_unary(NodeLowering& n);        // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, LeakyRelu, Elu, Tan, ...
+Status map_calc_unary(NodeLowering& n);   // Selu, Celu, HardSigmoid, HardSwish, Softsign, Softplus, Shrink, Cosh, ...
 Status map_binary(NodeLowering& n);       // Add, Sub, Mul, Div
 Status map_variadic(NodeLowering& n);     // Max, Min, Sum, Mean
 Status map_prelu(NodeLowering& n);
@@ -80,6 +80,7 @@ Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
 Status map_reduce(NodeLowering& n);
 Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
 Status map_arg(NodeLowering& n);          // ArgMax, ArgMin
+Status map_hardmax(NodeLowering& n);
 // One-axis reductions `op` of x over `axes` (descending), keeping dimensions of 1 when `keep`.
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
 // onnx_ops_norm.cpp
@@ -115,6 +116,7 @@ Status fold_shape(NodeLowering& n);       // Shape, Size
 Status fold_gather(NodeLowering& n);
 Status fold_constant_of_shape(NodeLowering& n);
 Status fold_range(NodeLowering& n);
+Status fold_eye_like(NodeLowering& n);    // from the input's shape alone
 Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Pow, Neg, Max, Min, Sum at import time
 Status fold_cast(NodeLowering& n);        // Cast, CastLike
 Status map_cast(NodeLowering& n);

@@ -3,7 +3,7 @@
 // steps the variants need before and after (ReduceL2 = SQRT of the sum of SQUAREs, ReduceMin =
 // NEG of the max of NEG, ...); and Softmax / LogSoftmax, whose opsets before 13 work on the input
 // flattened to 2-D at the axis; ArgMax and ArgMin as ARGMAX / ARGMIN, whose i32 positions stand
-// for ONNX's INT64.
+// for ONNX's INT64, and Hardmax as the one-hot mask of ARGMAX's position.
 #include <algorithm>
 
 #include "serialize/onnx/onnx_host.h"
@@ -141,6 +141,45 @@ Status map_arg(NodeLowering& n) {
     NNASM_TRY(n.emit(Opcode::GATHER, {rev, j}, {{"axis", imm_i(0)}}, &y));
   }
   n.set(0, y, OnnxType::INT64);
+  return Status::ok();
+}
+
+Status map_hardmax(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  const bool coerce_2d = n.opset() < 13;
+  int64_t axis = coerce_2d ? 1 : -1;
+  NNASM_TRY(n.attr("axis", &axis));
+  const std::vector<int64_t> dims = n.dims(0);
+  int a;
+  NNASM_TRY(normalize_axis(axis, static_cast<int>(dims.size()), &a));
+  TensorId x, j, table, jf, ids, y;
+  NNASM_TRY(n.tensor(0, &x));
+  if (n.tensor_type(x).dtype != DType::F32) return Status::errorf("the input is {}, expected a float", onnx_type_name(n.type(0)));
+  // Before opset 13 the axes from `axis` on are one row.
+  std::vector<int64_t> rows = dims;
+  if (coerce_2d) {
+    NNASM_TRY(flatten_target(dims, a, &rows));
+    NNASM_TRY(n.reshape(x, rows, &x));
+    a = 1;
+  }
+  const int64_t len = rows[a];
+  if (len > MAX_FOLD_ELEMENTS) return Status::errorf("an axis of {} is longer than the importer builds a table for", len);
+  // The first maximum's position j (kept as an axis of 1) as 1 + j in f32, by GATHER from the
+  // table 1 ... len, compared with 1 ... len laid along the axis: the one-hot mask.
+  HostTensor count, along;
+  std::vector<int64_t> along_dims(rows.size() - a, 1);
+  along_dims[0] = len;
+  count.dims = {len};
+  along.dims = along_dims;
+  for (int64_t k = 1; k <= len; ++k) count.f.push_back(static_cast<float>(k));
+  along.f = count.f;
+  NNASM_TRY(n.emit(Opcode::ARGMAX, {x}, {{"axis", imm_i(a)}, {"keepdims", imm_i(1)}}, &j));
+  NNASM_TRY(n.constant(count, &table));
+  NNASM_TRY(n.constant(along, &ids));
+  NNASM_TRY(n.emit(Opcode::GATHER, {table, j}, {{"axis", imm_i(0)}}, &jf));
+  NNASM_TRY(n.emit(Opcode::EQUAL, {jf, ids}, {}, &y));
+  NNASM_TRY(n.reshape(y, dims, &y));
+  n.set(0, y, n.type(0));
   return Status::ok();
 }
 
