@@ -84,7 +84,8 @@ class HeaderParser {
  public:
   HeaderParser(std::string_view s, size_t base, const std::string& what) : s_(s), base_(base), what_(what) {}
 
-  Status parse(TensorType* type) {
+  // `elem_size`: bytes per element in the file; `descr`: its dtype string.
+  Status parse(TensorType* type, size_t* elem_size, std::string* descr_out) {
     skip_ws();
     if (!eat('{')) return fail("header is not a dict (expected '{')");
     bool have_descr = false, have_order = false, have_shape = false;
@@ -130,14 +131,17 @@ class HeaderParser {
     if (!have_descr) return Status::errorf("{}: header has no 'descr' key", what_);
     if (!have_order) return Status::errorf("{}: header has no 'fortran_order' key", what_);
     if (!have_shape) return Status::errorf("{}: header has no 'shape' key", what_);
-    if (descr == "<f4") {
+    // int64 is narrowed to i32 and bool widened to f32 0/1 (ONNX BOOL's form) as they are read.
+    if (descr == "<f4" || descr == "|b1") {
       type->dtype = DType::F32;
-    } else if (descr == "<i4") {
+    } else if (descr == "<i4" || descr == "<i8") {
       type->dtype = DType::I32;
     } else {
-      return Status::errorf("{}: unsupported dtype '{}' (only little-endian '<f4' and '<i4' are supported)",
+      return Status::errorf("{}: unsupported dtype '{}' (little-endian '<f4', '<i4', '<i8' and bool '|b1' are supported)",
                             what_, descr);
     }
+    *elem_size = descr == "<i8" ? 8 : descr == "|b1" ? 1 : 4;
+    *descr_out = descr;
     if (fortran) return Status::errorf("{}: fortran_order True is not supported (C order only)", what_);
     if (rank_seen > MAX_RANK)
       return Status::errorf("{}: rank {} is more than the supported {}", what_, rank_seen, MAX_RANK);
@@ -237,18 +241,25 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
+// The array as the file stores it: "f32[2]", "int64[2,3]", "bool[4]".
+std::string stored_str(const TensorType& t, const std::string& descr) {
+  if (descr != "<i8" && descr != "|b1") return t.str();
+  std::string s = t.str();
+  return (descr == "<i8" ? "int64" : "bool") + s.substr(s.find('['));
+}
+
 // Checks the header and the data length; fills `type`. `header` is the dict text, `data_len` the
 // number of bytes after it.
 Status check_layout(std::string_view header, size_t header_start, size_t data_len, const std::string& what,
-                    TensorType* type) {
-  NNASM_TRY(HeaderParser(header, header_start, what).parse(type));
-  const uint64_t need = uint64_t(type->shape.numel()) * dtype_size(type->dtype);
+                    TensorType* type, size_t* elem_size, std::string* descr) {
+  NNASM_TRY(HeaderParser(header, header_start, what).parse(type, elem_size, descr));
+  const uint64_t need = uint64_t(type->shape.numel()) * *elem_size;
   if (data_len < need)
     return Status::errorf("{}: data is {} bytes, shorter than the {} bytes that {} needs", what, data_len, need,
-                          type->str());
+                          stored_str(*type, *descr));
   if (data_len > need)
     return Status::errorf("{}: data is {} bytes, longer than the {} bytes that {} needs", what, data_len, need,
-                          type->str());
+                          stored_str(*type, *descr));
   return Status::ok();
 }
 
@@ -303,6 +314,44 @@ std::string shape_tuple(const Shape& s) {
   return t + ")";
 }
 
+// Element k's position as [i, j, ...] in `s`, for messages.
+std::string position(const Shape& s, int64_t k) {
+  std::vector<int64_t> at(static_cast<size_t>(s.rank));
+  for (int d = s.rank - 1; d >= 0; --d) {
+    at[d] = k % s.dims[d];
+    k /= s.dims[d];
+  }
+  return fmt::format("[{}]", fmt::join(at, ", "));
+}
+
+// The `n` elements at `src` (the file's bytes, `elem_size` each) into out's vector, allocated to
+// n already: 4-byte words as they are, int64 narrowed to i32 and bool bytes as 0.0f and 1.0f,
+// each value checked.
+Status decode_elements(const unsigned char* src, size_t n, size_t elem_size, const std::string& what, NpyArray* out) {
+  if (elem_size == 4) {
+    std::memcpy(out->type.dtype == DType::F32 ? static_cast<void*>(out->f32.data()) : out->i32.data(), src, n * 4);
+    words_from_le(out->type.dtype == DType::F32 ? static_cast<void*>(out->f32.data()) : out->i32.data(), n);
+    return Status::ok();
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (elem_size == 1) {
+      if (src[k] > 1)
+        return Status::errorf("{}: element {} {} is byte {}, not a bool (0 or 1)", what, k,
+                              position(out->type.shape, static_cast<int64_t>(k)), src[k]);
+      out->f32[k] = src[k];
+      continue;
+    }
+    uint64_t u = 0;
+    for (int b = 0; b < 8; ++b) u |= uint64_t(src[k * 8 + b]) << (8 * b);
+    const auto v = static_cast<int64_t>(u);
+    if (v < INT32_MIN || v > INT32_MAX)
+      return Status::errorf("{}: element {} {} is {}, outside the range of i32, which nnasm narrows int64 to", what, k,
+                            position(out->type.shape, static_cast<int64_t>(k)), v);
+    out->i32[k] = static_cast<int32_t>(v);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status npy_read_bytes(std::string_view bytes, const std::string& what, NpyArray* out) {
@@ -313,15 +362,14 @@ Status npy_read_bytes(std::string_view bytes, const std::string& what, NpyArray*
                           p.header_len, bytes.size() - p.header_start);
   const size_t data_start = p.header_start + p.header_len;
   TensorType type;
+  size_t elem_size;
   NNASM_TRY(check_layout(bytes.substr(p.header_start, p.header_len), p.header_start, bytes.size() - data_start,
-                         what, &type));
+                         what, &type, &elem_size, &out->descr));
   out->type = type;
   const size_t n = static_cast<size_t>(type.shape.numel());
   Result<void*> dst = allocate_elements(out, n, what);
   if (!dst) return dst.status();
-  std::memcpy(*dst, bytes.data() + data_start, n * 4);
-  words_from_le(*dst, n);
-  return Status::ok();
+  return decode_elements(reinterpret_cast<const unsigned char*>(bytes.data()) + data_start, n, elem_size, what, out);
 }
 
 Status npy_read(const std::string& path, NpyArray* out) {
@@ -354,18 +402,36 @@ Status npy_read(const std::string& path, NpyArray* out) {
 
   const size_t data_start = p.header_start + p.header_len;
   TensorType type;
-  NNASM_TRY(check_layout(header, p.header_start, file_size - data_start, path, &type));
+  size_t elem_size;
+  NNASM_TRY(check_layout(header, p.header_start, file_size - data_start, path, &type, &elem_size, &out->descr));
   out->type = type;
   const size_t n = static_cast<size_t>(type.shape.numel());
   Result<void*> dst = allocate_elements(out, n, path);
   if (!dst) return dst.status();
-  const ssize_t dgot = read_full(f.fd, *dst, n * 4);
+  // 4-byte words go straight into the vector; int64 and bool bytes through a buffer of the file's
+  // data (its size already checked against the file's).
+  std::string raw;
+  void* into = *dst;
+  if (elem_size != 4) {
+    Result<void*> buf = catch_bad_alloc(
+        [&]() -> Result<void*> {
+          raw.resize(n * elem_size);
+          return static_cast<void*>(&raw[0]);
+        },
+        [&] { return fmt::format("{}: cannot allocate {} bytes", path, n * elem_size); });
+    if (!buf) return buf.status();
+    into = *buf;
+  }
+  const ssize_t dgot = read_full(f.fd, into, n * elem_size);
   if (dgot < 0) return Status::error(sys_error(path, "read"));
   // The file changed size between fstat and now.
-  if (static_cast<size_t>(dgot) != n * 4)
-    return Status::errorf("{}: data ends after {} of {} bytes", path, dgot, n * 4);
-  words_from_le(*dst, n);
-  return Status::ok();
+  if (static_cast<size_t>(dgot) != n * elem_size)
+    return Status::errorf("{}: data ends after {} of {} bytes", path, dgot, n * elem_size);
+  if (elem_size == 4) {
+    words_from_le(*dst, n);
+    return Status::ok();
+  }
+  return decode_elements(static_cast<const unsigned char*>(into), n, elem_size, path, out);
 }
 
 Status npy_write(const std::string& path, const TensorType& type, const void* data) {

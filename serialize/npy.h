@@ -1,7 +1,9 @@
 // NumPy `.npy` files: the exchange format for tensors between nnasm and the Python world. Reads
 // format versions 1.0, 2.0 and 3.0 and writes 1.0, for little-endian float32 ('<f4') and int32
-// ('<i4') arrays in C order of rank 0-6. Anything else is refused with a message naming the file
-// and the problem; no input bytes can crash the reader or make it allocate more than the shape
+// ('<i4') arrays in C order of rank 0-6. Also reads int64 ('<i8', as PyTorch saves token ids),
+// narrowed to i32 with every value checked, and bool ('|b1') as f32 0 and 1, the form an imported
+// ONNX BOOL tensor has. Anything else is refused with a message naming the file and the problem;
+// no input bytes can crash the reader or make it allocate more than the file holds and the shape
 // (already checked against MAX_TENSOR_ELEMENTS) says.
 #pragma once
 #include <cstdint>
@@ -20,10 +22,12 @@ struct NpyArray {
   TensorType type;
   std::vector<float> f32;
   std::vector<int32_t> i32;
+  std::string descr;  // the file's dtype: "<f4", "<i4", "<i8" (narrowed to i32) or "|b1" (as f32 0/1)
 };
 
 // Reads a .npy file. Errors name `path`: unreadable file, bad magic, unsupported version or
-// dtype, malformed header, shape over the limits, data shorter or longer than the shape.
+// dtype, malformed header, shape over the limits, data shorter or longer than the shape, an int64
+// value outside i32's range or a bool byte other than 0 and 1 (naming the element's index).
 // Allocates the element vector only after the header and the file size have been checked.
 // Thread-safe (no shared state).
 Status npy_read(const std::string& path, NpyArray* out);

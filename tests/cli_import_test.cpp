@@ -59,6 +59,59 @@ TEST_F(CliTest, ImportThenRunOnNpy) {
   expect_output(path("y.npy"));
 }
 
+// A .npy file as NumPy writes it for an int64 ('<i8') or bool ('|b1') array of `dims`, from the
+// little-endian bytes of its elements.
+std::string numpy_file(const char* descr, const std::string& shape, const std::string& data) {
+  std::string h = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
+  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+  h += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(h.size() & 0xff) + static_cast<char>(h.size() >> 8) + h + data;
+}
+
+std::string int64_data(std::initializer_list<int64_t> v) {
+  std::string s;
+  for (int64_t x : v)
+    for (int i = 0; i < 8; ++i) s += static_cast<char>((static_cast<uint64_t>(x) >> (8 * i)) & 0xff);
+  return s;
+}
+
+// PyTorch users save token ids as int64 and masks as bool: `nnasm run` reads both for an imported
+// model's INT64 input (i32, each id checked) and BOOL input (f32 0 and 1).
+TEST_F(CliTest, RunReadsInt64AndBoolNpyInputs) {
+  OnnxModelBuilder m(13);
+  const std::vector<float> table = {0.5f, -1, 2, 0.25f, 3, -0.5f, 1.5f, -2};  // 4 rows of 2
+  m.input("ids", {3}, onnx::TensorProto::INT64).input("mask", {3, 2}, onnx::TensorProto::BOOL).output("y");
+  m.initializer("emb.weight", {4, 2}, table).initializer("fill", {1}, {-9});
+  m.node("Gather", {"emb.weight", "ids"}, {"e"}, "embedding");
+  m.node("Where", {"mask", "e", "fill"}, {"y"}, "masked_fill");
+  const std::string model = put("masked.onnx", m.bytes());
+  ToolResult r = tool({"import", model, "-o", path("masked.nnm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("graph input 'mask' is BOOL; the program reads it as f32 0 and 1"), std::string::npos) << r.err;
+  const std::string ids = put("ids.npy", numpy_file("<i8", "(3,)", int64_data({3, 0, -1})));
+  const std::string mask = put("mask.npy", numpy_file("|b1", "(3, 2)", std::string("\x01\x00\x01\x01\x00\x01", 6)));
+  r = tool({"run", path("masked.nnm"), "--in", "ids=" + ids, "--in", "mask=" + mask, "--out", "y=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray y;
+  ASSERT_TRUE(npy_read(path("y.npy"), &y).is_ok());
+  const int rows[3] = {3, 0, 3};  // -1 is the last row, as ONNX counts
+  const bool keep[6] = {true, false, true, true, false, true};
+  std::vector<float> want;
+  for (int k = 0; k < 6; ++k) want.push_back(keep[k] ? table[rows[k / 2] * 2 + k % 2] : -9);
+  EXPECT_EQ(y.f32, want);
+
+  // An id no i32 holds is an error naming the file and the element.
+  const std::string big = put("big.npy", numpy_file("<i8", "(3,)", int64_data({1, int64_t(1) << 33, 2})));
+  r = tool({"run", path("masked.nnm"), "--in", "ids=" + big, "--in", "mask=" + mask});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "nnasm: error: input %ids: " + big +
+                       ": element 1 [1] is 8589934592, outside the range of i32, which nnasm narrows int64 to\n");
+  // int64 read for a float input says what it was read as.
+  r = tool({"run", path("masked.nnm"), "--in", "ids=" + ids, "--in", "mask=" + ids});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(ids + " holds i32[3] (int64, narrowed), but %mask is f32[3,2]"), std::string::npos) << r.err;
+}
+
 // A listing alone carries the weights; with a model file it names them, and `nnasm build` puts
 // an edited listing back together with them.
 TEST_F(CliTest, ImportWritesAListingWithOrWithoutTheWeights) {
@@ -99,13 +152,13 @@ TEST_F(CliTest, ImportListsEveryProblem) {
   OnnxModelBuilder m(13);
   m.input("x", {1, 2, 4, 4}).output("a").output("b");
   m.node("GridSample", {"x", "x"}, {"a"}, "GridSample_12");
-  m.node("Trilu", {"x"}, {"b"}, "Trilu_3");
+  m.node("Det", {"x"}, {"b"}, "Det_3");
   const std::string model = put("bad.onnx", m.bytes());
   ToolResult r = tool({"import", model, "-o", path("m.nnm")});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, model + ": error: node 'GridSample_12' (op GridSample, opset 13): not supported\n" + model +
-                       ": error: node 'Trilu_3' (op Trilu, opset 13): not supported\n" + model +
+                       ": error: node 'Det_3' (op Det, opset 13): not supported\n" + model +
                        ": error: 2 problems; 0 of 2 nodes imported\n");
   // Told by content: "flow" makes it a (here truncated) Myelin file, whatever its name.
   r = tool({"import", put("junk.onnx", "flow\x01\x02")});

@@ -249,11 +249,51 @@ TEST(NpyMalformed, MissingOrExtraKeys) {
 }
 
 TEST(NpyMalformed, UnsupportedDtypeIsNamed) {
-  for (const char* d : {"<f8", ">f4", "<i8", "|u1", "<f2", "|O"}) {
+  for (const char* d : {"<f8", ">f4", ">i8", "<i2", "|u1", "<f2", "|O"}) {
     EXPECT_NPY_ERROR(make_npy(1, fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': (2,), }}", d),
                               f32_bytes({1, 2})),
                      fmt::format("unsupported dtype '{}'", d));
   }
+}
+
+std::string i64_bytes(std::initializer_list<int64_t> v) {
+  std::string s;
+  for (int64_t x : v)
+    for (int i = 0; i < 8; ++i) s += static_cast<char>((static_cast<uint64_t>(x) >> (8 * i)) & 0xff);
+  return s;
+}
+
+// int64 (PyTorch's token ids) is read as i32, every value checked; bool as f32 0 and 1, the form
+// an imported ONNX BOOL tensor has.
+TEST(NpyWiderTypes, Int64IsNarrowedAndBoolIsZerosAndOnes) {
+  NpyArray a;
+  Status s = npy_read_bytes(make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }",
+                                     i64_bytes({0, -7, INT32_MAX, INT32_MIN})),
+                            "ids.npy", &a);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(a.type.str(), "i32[2,2]");
+  EXPECT_EQ(a.descr, "<i8");
+  EXPECT_EQ(a.i32, (std::vector<int32_t>{0, -7, INT32_MAX, INT32_MIN}));
+  s = npy_read_bytes(make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x01\x00\x01", 3)),
+                     "mask.npy", &a);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  EXPECT_EQ(a.type.str(), "f32[3]");
+  EXPECT_EQ(a.f32, (std::vector<float>{1, 0, 1}));
+}
+
+TEST(NpyMalformed, Int64OutOfRangeOrABoolByteNamesTheElement) {
+  EXPECT_NPY_ERROR(make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }",
+                            i64_bytes({1, 2, 3, int64_t(1) << 31})),
+                   "element 3 [1, 1] is 2147483648, outside the range of i32");
+  EXPECT_NPY_ERROR(make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", i64_bytes({INT64_MIN})),
+                   "element 0 [0] is -9223372036854775808");
+  EXPECT_NPY_ERROR(make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x00\x02", 2)),
+                   "element 1 [1] is byte 2, not a bool (0 or 1)");
+  // Lengths count the file's element size: 8 bytes an int64, 1 a bool.
+  EXPECT_NPY_ERROR(make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", i64_bytes({1})),
+                   "data is 8 bytes, shorter than the 16 bytes that int64[2] needs");
+  EXPECT_NPY_ERROR(make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x00\x01\x01", 3)),
+                   "data is 3 bytes, longer than the 2 bytes that bool[2] needs");
 }
 
 TEST(NpyMalformed, FortranOrder) {

@@ -292,7 +292,7 @@ TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   m.input("x", {1, 2, 4, 4}).initializer("grid", {1, 4, 4, 2}, F(32, 0.1f)).output("a").output("b").output("c");
   m.node("GridSample", {"x", "grid"}, {"up"}, "GridSample_12");
   m.node("Relu", {"up"}, {"a"}, "after_up");
-  m.node("Trilu", {"x"}, {"b"});
+  m.node("Det", {"x"}, {"b"});
   m.node("Relu", {"x"}, {"c"}, "fine");
   onnx::NodeProto& custom = m.node("Gelu", {"x"}, {"d"}, "custom");
   custom.set_domain("com.microsoft");
@@ -300,7 +300,7 @@ TEST(OnnxImport, ListsEveryUnsupportedNodeAtOnce) {
   ASSERT_FALSE(r->status.is_ok());
   EXPECT_EQ(r->report.problems, (std::vector<std::string>{
                                     "node 'GridSample_12' (op GridSample, opset 13): not supported",
-                                    "node #2 (op Trilu, opset 13): not supported",
+                                    "node #2 (op Det, opset 13): not supported",
                                     "node 'custom' (op Gelu, opset 13): domain 'com.microsoft' is not supported",
                                 }));
   EXPECT_EQ(r->report.nodes, 5u);
@@ -377,6 +377,146 @@ TEST(OnnxImport, Int64InputsAreReadAsI32) {
   OnnxModelBuilder::attr(big.graph().mutable_node(0)[0], "axis", int64_t(0));
   EXPECT_EQ(import(big.bytes())->report.problems,
             std::vector<std::string>{"node 'cat' (op Concat, opset 13): input 2: 'k' holds 1099511627776 at index 1, which i32 cannot hold"});
+}
+
+// Runs `p` on `inputs` (by name; f32 inputs, BOOL ones as 0 and 1 included); its tensors hold the
+// results. False (with a failed expectation) when it does not prepare.
+bool run_all(Program& p, const std::map<std::string, F>& inputs) {
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+  if (!ex) return false;
+  for (const auto& [n, v] : inputs) std::copy(v.begin(), v.end(), p.context().at(p.find(n)).f32());
+  (*ex)->run();
+  return true;
+}
+
+F values_f32(const Program& p, const std::string& name) {
+  const Tensor& t = p.context().at(p.find(name));
+  return F(t.f32(), t.f32() + t.numel());
+}
+
+std::vector<int32_t> values_i32(const Program& p, const std::string& name) {
+  const Tensor& t = p.context().at(p.find(name));
+  return std::vector<int32_t>(t.i32(), t.i32() + t.numel());
+}
+
+// BOOL values are f32 masks of 0 and 1: a BOOL graph input is an f32 input (noted), a BOOL
+// initializer an f32 const, comparisons EQUAL, LESS, ...; Not, And, Or, Xor and the casts to and
+// from BOOL give exactly 0 and 1, and Where selects by the mask. Checked against C++'s own
+// comparisons and logic (NaN compares false, and is true as a bool).
+TEST(OnnxImport, BoolTensorsAreF32ZerosAndOnes) {
+  using B = OnnxModelBuilder;
+  constexpr int32_t BOOL = onnx::TensorProto::BOOL, INT64 = onnx::TensorProto::INT64;
+  B m(13);
+  m.input("x", {2, 5}).input("y", {5}).input("m", {2, 5}, BOOL);
+  m.initializer_bool("keep", {5}, {true, false, true, true, false});
+  m.output("w").output("o", BOOL).output("nz", BOOL).output("ci", INT64).output("cf").output("eq", BOOL);
+  m.node("Less", {"x", "y"}, {"lt"});
+  m.node("GreaterOrEqual", {"x", "y"}, {"ge"});
+  m.node("Equal", {"x", "y"}, {"eq"});
+  m.node("And", {"lt", "m"}, {"a"});
+  m.node("Not", {"m"}, {"nm"});
+  m.node("Xor", {"ge", "keep"}, {"xo"});
+  m.node("Or", {"a", "xo"}, {"o"});
+  m.node("Where", {"o", "x", "y"}, {"w"});
+  B::attr(m.node("Cast", {"x"}, {"nz"}), "to", int64_t(BOOL));
+  B::attr(m.node("Cast", {"nm"}, {"ci"}), "to", int64_t(INT64));
+  B::attr(m.node("Cast", {"a"}, {"cf"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(r->p.desc(r->p.find("m")).type.str(), "f32[2,5]");
+  EXPECT_EQ(r->report.notes, std::vector<std::string>{"graph input 'm' is BOOL; the program reads it as f32 0 and 1"});
+  const F x = {0.5f, -1, 0, NAN, 2, 0.25f, 3, -0.5f, 1, 0}, y = {0.5f, 0, 1, -1, 1}, mask = {1, 0, 1, 1, 0, 0, 1, 1, 0, 1};
+  const bool keep[5] = {true, false, true, true, false};
+  ASSERT_TRUE(run_all(r->p, {{"x", x}, {"y", y}, {"m", mask}}));
+  F w, o, nz, cf, eq;
+  std::vector<int32_t> ci;
+  for (int i = 0; i < 10; ++i) {
+    const float xv = x[i], yv = y[i % 5];
+    const bool mv = mask[i] != 0, a = xv < yv && mv, xo = (xv >= yv) != keep[i % 5], or_ = a || xo;
+    w.push_back(or_ ? xv : yv);
+    o.push_back(or_);
+    nz.push_back(static_cast<bool>(xv));
+    ci.push_back(!mv);
+    cf.push_back(a);
+    eq.push_back(xv == yv);
+  }
+  const F got_w = values_f32(r->p, "w");
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(got_w[i] == w[i] || (std::isnan(got_w[i]) && std::isnan(w[i]))) << i;
+  EXPECT_EQ(values_f32(r->p, "o"), o);
+  EXPECT_EQ(values_f32(r->p, "nz"), nz);
+  EXPECT_EQ(values_i32(r->p, "ci"), ci);
+  EXPECT_EQ(values_f32(r->p, "cf"), cf);
+  EXPECT_EQ(values_f32(r->p, "eq"), eq);
+}
+
+// BOOL-valued ops on values known at import time are computed then (integers compared in int64);
+// integers compared at run time are a problem, since nnasm compares f32 only.
+TEST(OnnxImport, BoolOpsOnKnownValuesAreFolded) {
+  constexpr int32_t BOOL = onnx::TensorProto::BOOL, INT64 = onnx::TensorProto::INT64;
+  OnnxModelBuilder m(13);
+  m.initializer_i64("a", {3}, {1, int64_t(1) << 40, 7}).initializer_i64("b", {1}, {int64_t(1) << 40});
+  m.initializer_i64("c", {1}, {-1}).output("e", BOOL).output("y", INT64);
+  m.node("Equal", {"a", "b"}, {"e"});
+  m.node("Not", {"e"}, {"ne"});
+  m.node("Where", {"ne", "a", "c"}, {"y"});  // 1 << 40 is compared at import time, never narrowed
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), (std::vector<std::string>{"COPY", "COPY"}));
+  ASSERT_TRUE(run_all(r->p, {}));
+  EXPECT_EQ(values_f32(r->p, "e"), (F{0, 1, 0}));
+  EXPECT_EQ(values_i32(r->p, "y"), (std::vector<int32_t>{1, -1, 7}));
+
+  OnnxModelBuilder run_time(13);
+  run_time.input("ids", {3}, INT64).initializer_i64("k", {3}, {1, 2, 3}).output("lt", BOOL);
+  run_time.node("Less", {"ids", "k"}, {"lt"}, "lt");
+  EXPECT_EQ(import(run_time.bytes())->report.problems,
+            std::vector<std::string>{"node 'lt' (op Less, opset 13): INT64 and INT64 operands at run time: nnasm compares "
+                                     "f32 values only (an integer one held as i32 has no conversion to f32 yet)"});
+}
+
+// ArgMax and ArgMin are ARGMAX and ARGMIN with ONNX's defaults (axis 0, keepdims 1) written out;
+// select_last_index=1 reverses the axis with GATHER and maps j back to n − 1 − j. Positions are
+// i32 (ONNX's INT64), checked against a loop, on rows with ties.
+TEST(OnnxImport, ArgMaxAndArgMinAreI32Positions) {
+  using B = OnnxModelBuilder;
+  B m(13);
+  m.input("x", {3, 4}).output("a").output("b").output("c").output("d");
+  B::attr(m.node("ArgMax", {"x"}, {"a"}), "axis", int64_t(1));
+  onnx::NodeProto& last = m.node("ArgMax", {"x"}, {"b"});
+  B::attr(last, "axis", int64_t(-1));
+  B::attr(last, "keepdims", int64_t(0));
+  B::attr(last, "select_last_index", int64_t(1));
+  m.node("ArgMin", {"x"}, {"c"});
+  onnx::NodeProto& min_last = m.node("ArgMin", {"x"}, {"d"});
+  B::attr(min_last, "keepdims", int64_t(0));
+  B::attr(min_last, "select_last_index", int64_t(1));
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  const F x = {1, 3, 3, 0, -2, -2, 5, 5, 0.5f, -1, 0.5f, -1};
+  ASSERT_TRUE(run_all(r->p, {{"x", x}}));
+  // The position of the first (or last) maximum (or minimum) along axis 1 (row) or 0 (column).
+  auto arg = [&](int axis, bool max, bool last) {
+    std::vector<int32_t> v;
+    const int outer = axis == 1 ? 3 : 4, len = axis == 1 ? 4 : 3;
+    for (int o = 0; o < outer; ++o) {
+      int best = 0;
+      for (int j = 1; j < len; ++j) {
+        const float a = axis == 1 ? x[o * 4 + j] : x[j * 4 + o], b = axis == 1 ? x[o * 4 + best] : x[best * 4 + o];
+        if (max ? (a > b || (last && a == b)) : (a < b || (last && a == b))) best = j;
+      }
+      v.push_back(best);
+    }
+    return v;
+  };
+  EXPECT_EQ(r->p.desc(r->p.find("a")).type.str(), "i32[3,1]");
+  EXPECT_EQ(r->p.desc(r->p.find("b")).type.str(), "i32[3]");
+  EXPECT_EQ(r->p.desc(r->p.find("c")).type.str(), "i32[1,4]");
+  EXPECT_EQ(r->p.desc(r->p.find("d")).type.str(), "i32[4]");
+  EXPECT_EQ(values_i32(r->p, "a"), arg(1, true, false));
+  EXPECT_EQ(values_i32(r->p, "b"), arg(1, true, true));
+  EXPECT_EQ(values_i32(r->p, "c"), arg(0, false, false));
+  EXPECT_EQ(values_i32(r->p, "d"), arg(0, false, true));
 }
 
 // A graph output that is a graph input, or an initializer, is a copy under its own name.

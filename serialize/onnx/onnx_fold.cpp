@@ -14,26 +14,6 @@ namespace nnasm {
 
 namespace {
 
-// For each element of a tensor of `out` dims, the flat index of the element of an `in`-shaped
-// tensor that broadcasting reads.
-std::vector<int64_t> broadcast_index(const std::vector<int64_t>& out, const std::vector<int64_t>& in) {
-  int64_t n = 1;
-  for (int64_t d : out) n *= d;
-  std::vector<int64_t> index(static_cast<size_t>(n));
-  const size_t r = out.size(), lead = r - in.size();
-  std::vector<int64_t> pos(r, 0);
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t flat = 0;
-    for (size_t a = lead; a < r; ++a) flat = flat * in[a - lead] + (in[a - lead] == 1 ? 0 : pos[a]);
-    index[static_cast<size_t>(k)] = flat;
-    for (size_t a = r; a-- > 0;) {
-      if (++pos[a] < out[a]) break;
-      pos[a] = 0;
-    }
-  }
-  return index;
-}
-
 // One integer operation, checked: false on overflow or division by zero. Mod follows the
 // divisor's sign (Python's %) unless `fmod` (C's).
 bool int_op(const std::string& op, int64_t a, int64_t b, bool fmod, int64_t* y) {
@@ -85,7 +65,7 @@ Status host_binary(const std::string& op, const HostTensor& a, const HostTensor&
   std::vector<int64_t> dims;
   NNASM_TRY(broadcast_dims(a.dims, b.dims, &dims));
   NNASM_TRY(check_fold_size(dims));
-  const std::vector<int64_t> ia = broadcast_index(dims, a.dims), ib = broadcast_index(dims, b.dims);
+  const std::vector<int64_t> ia = host_broadcast_index(dims, a.dims), ib = host_broadcast_index(dims, b.dims);
   *y = HostTensor();
   y->type = a.type;
   y->dims = dims;
@@ -115,7 +95,7 @@ Status cast_target(NodeLowering& n, OnnxType* to) {
   *to = static_cast<OnnxType>(t);
   DType d;
   if (!onnx_to_dtype(*to, &d))
-    return Status::errorf("a cast to {}: nnasm tensors are f32 or i32", onnx_type_name(*to));
+    return Status::errorf("a cast to {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", onnx_type_name(*to));
   return Status::ok();
 }
 
@@ -254,6 +234,28 @@ Status fold_range(NodeLowering& n) {
   return Status::ok();
 }
 
+Status fold_eye_like(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  int64_t k = 0, dtype = static_cast<int64_t>(n.type(0));
+  NNASM_TRY(n.attr("k", &k));
+  NNASM_TRY(n.attr("dtype", &dtype));
+  const std::vector<int64_t> dims = n.dims(0);
+  if (dims.size() != 2) return Status::errorf("the input is rank {}, expected 2", dims.size());
+  NNASM_TRY(check_fold_size(dims));
+  HostTensor y;
+  y.type = static_cast<OnnxType>(dtype);
+  DType d;
+  if (!onnx_to_dtype(y.type, &d)) return Status::errorf("an EyeLike of {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", onnx_type_name(y.type));
+  y.dims = dims;
+  for (int64_t i = 0; i < dims[0]; ++i)
+    for (int64_t j = 0; j < dims[1]; ++j) {
+      if (y.is_float()) y.f.push_back(j - i == k);
+      else y.i.push_back(j - i == k);
+    }
+  n.set(0, std::move(y));
+  return Status::ok();
+}
+
 Status fold_arith(NodeLowering& n) {
   const std::string& op = n.node().op_type;
   const bool variadic = op == "Max" || op == "Min" || op == "Sum", unary = op == "Neg";
@@ -325,16 +327,37 @@ Status fold_cast(NodeLowering& n) {
 Status map_cast(NodeLowering& n) {
   OnnxType to;
   NNASM_TRY(cast_target(n, &to));
-  TensorId x;
+  TensorId x, y;
   NNASM_TRY(n.tensor(0, &x));
-  const bool from_float = n.tensor_type(x).dtype == DType::F32;
-  // Within f32, and between the 32- and 64-bit integers an i32 stands for, a cast moves nothing.
-  if (from_float ? to == OnnxType::FLOAT : (to == OnnxType::INT32 || to == OnnxType::INT64)) {
+  const OnnxType from = n.type(0);
+  const bool from_float = n.tensor_type(x).dtype == DType::F32;  // FLOAT, or BOOL as 0/1
+  // Within f32 (BOOL's 0/1 are FLOAT's 0 and 1), to and from BOOL itself, and between the 32- and
+  // 64-bit integers an i32 stands for, a cast moves nothing.
+  if (from == to || (from_float ? to == OnnxType::FLOAT : (to == OnnxType::INT32 || to == OnnxType::INT64))) {
     n.set(0, x, to);
     return Status::ok();
   }
+  if (to == OnnxType::BOOL) {
+    // x ≠ 0 as 1 and 0: WHERE's condition is "nonzero" for f32 (NaN included, as C's and numpy's
+    // casts to bool) and i32 alike.
+    TensorId one, zero;
+    NNASM_TRY(n.scalar(1, &one));
+    NNASM_TRY(n.scalar(0, &zero));
+    NNASM_TRY(n.emit(Opcode::WHERE, {x, one, zero}, {}, &y));
+    n.set(0, y, to);
+    return Status::ok();
+  }
+  if (from == OnnxType::BOOL && onnx_type_is_integer(to)) {
+    // 0 and 1 fit every integer type; WHERE's output takes the dtype of its i32 branches.
+    TensorId one, zero;
+    NNASM_TRY(n.constant(host_int_scalar(1), &one));
+    NNASM_TRY(n.constant(host_int_scalar(0), &zero));
+    NNASM_TRY(n.emit(Opcode::WHERE, {x, one, zero}, {}, &y));
+    n.set(0, y, to);
+    return Status::ok();
+  }
   return Status::errorf("a cast from {} to {} at run time: no instruction converts between them yet",
-                        onnx_type_name(n.type(0)), onnx_type_name(to));
+                        onnx_type_name(from), onnx_type_name(to));
 }
 
 }  // namespace nnasm

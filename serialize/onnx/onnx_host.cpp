@@ -45,6 +45,25 @@ HostTensor host_take(const HostTensor& in, const std::vector<int64_t>& index, st
   return t;
 }
 
+std::vector<int64_t> host_broadcast_index(const std::vector<int64_t>& out, const std::vector<int64_t>& in) {
+  int64_t n = 1;
+  for (int64_t d : out) n *= d;
+  std::vector<int64_t> index(static_cast<size_t>(n));
+  const size_t r = out.size(), lead = r - in.size();
+  std::vector<int64_t> pos(r, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t flat = 0;
+    for (size_t a = lead; a < r; ++a) flat = flat * in[a - lead] + (in[a - lead] == 1 ? 0 : pos[a]);
+    index[static_cast<size_t>(k)] = flat;
+    for (size_t a = r; a-- > 0;) {
+      if (++pos[a] < out[a]) break;
+      pos[a] = 0;
+    }
+  }
+  return index;
+}
+
+
 Status host_int_list(const HostTensor& t, const char* what, std::vector<int64_t>* out) {
   if (!onnx_type_is_integer(t.type) || !t.has_values)
     return Status::errorf("{} is {}, expected integers", what, onnx_type_name(t.type));

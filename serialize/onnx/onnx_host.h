@@ -20,6 +20,9 @@ HostTensor host_ints(std::vector<int64_t> values);
 HostTensor host_int_scalar(int64_t value);
 // The elements of `in` at the flat indices `index`, laid out as `dims` (same type as `in`).
 HostTensor host_take(const HostTensor& in, const std::vector<int64_t>& index, std::vector<int64_t> dims);
+// For each element of a tensor of `out` dims, the flat index of the element of an `in`-shaped
+// tensor that numpy broadcasting reads (`in` broadcasts to `out`).
+std::vector<int64_t> host_broadcast_index(const std::vector<int64_t>& out, const std::vector<int64_t>& in);
 // A 0-D or 1-D integer tensor as a list; `what` names it in errors.
 Status host_int_list(const HostTensor& t, const char* what, std::vector<int64_t>* out);
 // A one-element tensor (any rank) as a double; `what` names it in errors.

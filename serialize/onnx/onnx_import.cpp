@@ -139,13 +139,15 @@ class Importer {
     TensorDesc d;
     d.role = Role::INPUT;
     if (!onnx_to_dtype(in.type, &d.type.dtype))
-      return Status::errorf("graph input '{}' is {}: nnasm tensors are f32 or i32", in.name, onnx_type_name(in.type));
+      return Status::errorf("graph input '{}' is {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", in.name, onnx_type_name(in.type));
     std::vector<int64_t> dims;
     NNASM_TRY(input_shape(in, o_, &dims));
     NNASM_TRY(dims_to_shape(dims, &d.type.shape).with_prefix(fmt::format("graph input '{}': ", in.name)));
     Result<TensorId> id = l_.declare(in.name, std::move(d), true);
     if (!id) return id.status();
-    if (in.type != OnnxType::FLOAT && in.type != OnnxType::INT32)
+    if (in.type == OnnxType::BOOL)
+      r_.notes.push_back(fmt::format("graph input '{}' is BOOL; the program reads it as f32 0 and 1", in.name));
+    else if (in.type != OnnxType::FLOAT && in.type != OnnxType::INT32)
       r_.notes.push_back(fmt::format("graph input '{}' is {}; the program reads it as i32", in.name, onnx_type_name(in.type)));
     v->kind = OnnxValue::Kind::TENSOR;
     v->id = *id;
@@ -257,7 +259,7 @@ class Importer {
   Status output(const OnnxValueInfo& out, OnnxValue& v, std::set<TensorId>* marked) {
     DType want;
     if (out.is_tensor && out.type != OnnxType::UNDEFINED && !onnx_to_dtype(out.type, &want))
-      return Status::errorf("it is {}: nnasm tensors are f32 or i32", onnx_type_name(out.type));
+      return Status::errorf("it is {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", onnx_type_name(out.type));
     Program& p = l_.program();
     TensorId id = v.id;
     if (v.kind == OnnxValue::Kind::HOST) NNASM_TRY(l_.materialize(v, "", Role::CONST, &id));

@@ -12,8 +12,9 @@
 //     import time are folded, as PyTorch's exports need.
 //   - Types: nnasm has f32 and i32. FLOAT stays f32; integer graph inputs (INT32, INT64) become i32
 //     inputs (a runner narrows int64 data with a range check); integer constants are folded in
-//     int64 and narrowed to i32, checked, only where one reaches the program; DOUBLE, FLOAT16,
-//     BOOL at run time, STRING and the rest are problems.
+//     int64 and narrowed to i32, checked, only where one reaches the program; BOOL is an f32
+//     tensor of 0 and 1 (graph inputs, initializers, outputs and values between: the masks the
+//     comparisons give and WHERE takes); DOUBLE, FLOAT16, STRING and the rest are problems.
 //   - A node that cannot be mapped is one problem line, "node 'Conv_12' (op ConvTranspose, opset
 //     13): not supported"; every node is still looked at, so a model's problems come in one list.
 //     Nodes that only read the results of such a node are counted as not imported, without a line

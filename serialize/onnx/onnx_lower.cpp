@@ -10,7 +10,8 @@
 namespace nnasm {
 
 bool onnx_to_dtype(OnnxType t, DType* out) {
-  if (t == OnnxType::FLOAT) {
+  // BOOL is a mask of 0 and 1 in f32, what the comparisons give and WHERE, MUL and MAXIMUM take.
+  if (t == OnnxType::FLOAT || t == OnnxType::BOOL) {
     *out = DType::F32;
     return true;
   }
@@ -76,7 +77,7 @@ Status OnnxLowering::materialize(OnnxValue& v, const std::string& name, Role rol
   const HostTensor& h = v.host;
   DType dtype;
   if (!onnx_to_dtype(h.type, &dtype) || !h.has_values)
-    return Status::errorf("{} is {}: nnasm tensors are f32 or i32", name.empty() ? "a constant" : "'" + name + "'",
+    return Status::errorf("{} is {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", name.empty() ? "a constant" : "'" + name + "'",
                           onnx_type_name(h.type));
   TensorDesc d;
   d.type.dtype = dtype;

@@ -31,7 +31,7 @@ struct OnnxValue {
   // statistics) and is never folded into another constant, so that it stays trainable.
   bool weight = false;
   TensorId id = NO_TENSOR;
-  // ONNX's element type; an i32 tensor may stand for INT64 (narrowed).
+  // ONNX's element type; an i32 tensor may stand for INT64 (narrowed), an f32 one for BOOL (0/1).
   OnnxType type = OnnxType::FLOAT;
 };
 
@@ -159,8 +159,8 @@ class OnnxLowering {
   std::map<std::string, int> temp_counter_;
 };
 
-// The dtype a tensor of ONNX type t has in the program (FLOAT → f32, integers and BOOL → i32);
-// false for types nnasm has no counterpart for.
+// The dtype a tensor of ONNX type t has in the program (FLOAT → f32, the integers → i32, BOOL →
+// f32 holding 0 and 1); false for types nnasm has no counterpart for.
 bool onnx_to_dtype(OnnxType t, DType* out);
 // nnasm Shape of ONNX dims; an error when the rank is over MAX_RANK or a dimension is 0.
 Status dims_to_shape(const std::vector<int64_t>& dims, Shape* out);

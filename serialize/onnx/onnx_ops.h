@@ -4,10 +4,12 @@
 //   onnx_ops_elementwise.cpp  activations, arithmetic (numpy broadcasting), Clip, Pow, PRelu
 //   onnx_ops_linalg.cpp       Gemm, MatMul, Conv, ConvTranspose, Dropout
 //   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
-//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss
+//   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
+//   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
-//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax
-//   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split, ...
+//   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin, Hardmax
+//   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split,
+//                             Gather, GatherElements, Trilu, ...
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
@@ -38,8 +40,8 @@ const OnnxOp* onnx_find_op(std::string_view type);
 const std::vector<OnnxOp>& onnx_ops();
 
 // onnx_ops_elementwise.cpp
-Status map_unary(NodeLowering& n);        // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, LeakyRelu, Elu
-Status map_calc_unary(NodeLowering& n);   // Selu, Celu, HardSigmoid, HardSwish, Softsign, Softplus, ...
+Status map_unary(NodeLowering& n);        // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, LeakyRelu, Elu, Tan, ...
+Status map_calc_unary(NodeLowering& n);   // Selu, Celu, HardSigmoid, HardSwish, Softsign, Softplus, Shrink, Cosh, ...
 Status map_binary(NodeLowering& n);       // Add, Sub, Mul, Div
 Status map_variadic(NodeLowering& n);     // Max, Min, Sum, Mean
 Status map_prelu(NodeLowering& n);
@@ -60,14 +62,25 @@ Status spatial_pads(NodeLowering& n, const std::vector<int64_t>& in, const std::
 // and back.
 Status rows_as_images(NodeLowering& n, TensorId x, TensorId* y);
 Status images_as_rows(NodeLowering& n, TensorId x, TensorId* y);
+// onnx_ops_logic.cpp
+Status map_compare(NodeLowering& n);      // Equal, Less, LessOrEqual, Greater, GreaterOrEqual
+Status fold_compare(NodeLowering& n);
+Status map_logic(NodeLowering& n);        // Not, And, Or, Xor
+Status fold_logic(NodeLowering& n);
+Status map_where(NodeLowering& n);
+Status fold_where(NodeLowering& n);
+Status map_is_special(NodeLowering& n);   // IsNaN, IsInf
 // onnx_ops_loss.cpp
 Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
+Status map_nll_loss(NodeLowering& n);     // NegativeLogLikelihoodLoss
 // onnx_ops_pool.cpp
 Status map_pool(NodeLowering& n);         // MaxPool, AveragePool
 Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
 // onnx_ops_reduce.cpp
 Status map_reduce(NodeLowering& n);
 Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax
+Status map_arg(NodeLowering& n);          // ArgMax, ArgMin
+Status map_hardmax(NodeLowering& n);
 // One-axis reductions `op` of x over `axes` (descending), keeping dimensions of 1 when `keep`.
 Status reduce_chain(NodeLowering& n, Opcode op, TensorId x, const std::vector<int>& axes, bool keep, TensorId* y);
 // onnx_ops_norm.cpp
@@ -86,6 +99,8 @@ Status map_slice(NodeLowering& n);
 Status fold_slice(NodeLowering& n);
 Status map_split(NodeLowering& n);
 Status map_gather(NodeLowering& n);       // indices known at import time
+Status map_gather_elements(NodeLowering& n);  // indices known at import time
+Status map_trilu(NodeLowering& n);
 Status map_pad(NodeLowering& n);
 Status map_expand(NodeLowering& n);
 Status map_tile(NodeLowering& n);
@@ -101,6 +116,7 @@ Status fold_shape(NodeLowering& n);       // Shape, Size
 Status fold_gather(NodeLowering& n);
 Status fold_constant_of_shape(NodeLowering& n);
 Status fold_range(NodeLowering& n);
+Status fold_eye_like(NodeLowering& n);    // from the input's shape alone
 Status fold_arith(NodeLowering& n);       // Add, Sub, Mul, Div, Mod, Pow, Neg, Max, Min, Sum at import time
 Status fold_cast(NodeLowering& n);        // Cast, CastLike
 Status map_cast(NodeLowering& n);

@@ -1,6 +1,6 @@
 // ONNX's elementwise ops: those with an instruction of their own (Relu → RELU, Add → ADD, numpy
 // broadcasting as ONNX's), activations that are a short expression of existing ops as one CALC
-// (Selu, HardSigmoid, Softplus, ...), variadic Max/Min/Sum/Mean as chains, Clip as MAXIMUM and
+// (Selu, HardSigmoid, Softplus, Shrink, Cosh, ...), variadic Max/Min/Sum/Mean as chains, Clip as MAXIMUM and
 // MINIMUM (CLIPPED_RELU for Clip(0, t)), and Pow for the exponents an instruction computes.
 #include <algorithm>
 #include <iterator>
@@ -53,6 +53,17 @@ Status calc_unary_expr(NodeLowering& n, std::string* expr) {
     float alpha = 1;
     NNASM_TRY(n.attr("alpha", &alpha));
     *expr = fmt::format("mul(%0,sub(1,step(sub({},%0))))", num(alpha));
+  } else if (op == "Shrink") {
+    // x − clamp(x, −λ, λ) is x ∓ λ outside [−λ, λ] and 0 inside; its sign times λ − bias moves
+    // the outside to x ∓ bias. No product with a 0/1 mask, so ±inf stays ±inf.
+    float lambd = 0.5f, bias = 0;
+    NNASM_TRY(n.attr("lambd", &lambd));
+    NNASM_TRY(n.attr("bias", &bias));
+    const std::string soft = fmt::format("sub(%0,clamp(%0,min={},max={}))", num(-lambd), num(lambd));
+    *expr = lambd == bias ? soft : fmt::format("add({0},scale(sign({0}),alpha={1}))", soft, num(lambd - bias));
+  } else if (op == "Cosh") {
+    // No cancellation: both terms are positive.
+    *expr = "scale(add(exp(%0),exp(neg(%0))),alpha=0.5)";
   } else {
     return Status::error("not supported");
   }
@@ -74,6 +85,12 @@ Status map_unary(NodeLowering& n) {
     float alpha = 1;
     NNASM_TRY(n.attr("alpha", &alpha));
     NNASM_TRY(n.emit(Opcode::ELU, {x}, {{"alpha", imm_f(alpha)}}, &y));
+  } else if (op == "Tan") {
+    // sin / cos as instructions: SIN and COS are no CALC building blocks.
+    TensorId s, c;
+    NNASM_TRY(n.emit(Opcode::SIN, {x}, {}, &s));
+    NNASM_TRY(n.emit(Opcode::COS, {x}, {}, &c));
+    NNASM_TRY(n.emit(Opcode::DIV, {s, c}, {}, &y));
   } else {
     static const std::pair<const char*, Opcode> plain[] = {
         {"Relu", Opcode::RELU}, {"Sigmoid", Opcode::SIGMOID}, {"Tanh", Opcode::TANH}, {"Exp", Opcode::EXP},

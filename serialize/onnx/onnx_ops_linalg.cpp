@@ -253,11 +253,18 @@ Status map_dropout(NodeLowering& n) {
       ratio = static_cast<float>(v);
     }
   }
-  if (n.wants(1)) return Status::error("the mask output (BOOL) is not supported");
+  const bool drops = training && ratio > 0;
+  if (n.wants(1) && drops) return Status::error("the mask output of a training-mode Dropout is not supported");
   if (!(ratio >= 0 && ratio < 1)) return Status::errorf("ratio {} is outside [0, 1)", ratio);
   TensorId x, y;
   NNASM_TRY(n.tensor(0, &x));
-  if (training && ratio > 0) {
+  if (n.wants(1)) {
+    // Nothing is dropped: the mask is all true (BOOL since opset 10, the input's type before).
+    TensorId mask;
+    NNASM_TRY(n.emit(Opcode::FILL, {x}, {{"value", imm_f(1)}}, &mask));
+    n.set(1, mask, n.opset() >= 10 ? OnnxType::BOOL : n.type(0));
+  }
+  if (drops) {
     int64_t key = 1;
     for (const Instruction& ins : n.program().code()) key += ins.op == Opcode::DROPOUT;
     NNASM_TRY(n.emit(Opcode::DROPOUT, {x}, {{"rate", imm_f(ratio)}, {"key", imm_i(key)}}, &y));

@@ -2,7 +2,8 @@
 // REDUCE_MAX (highest axis first, so the lower ones keep their numbers), with the elementwise
 // steps the variants need before and after (ReduceL2 = SQRT of the sum of SQUAREs, ReduceMin =
 // NEG of the max of NEG, ...); and Softmax / LogSoftmax, whose opsets before 13 work on the input
-// flattened to 2-D at the axis.
+// flattened to 2-D at the axis; ArgMax and ArgMin as ARGMAX / ARGMIN, whose i32 positions stand
+// for ONNX's INT64, and Hardmax as the one-hot mask of ARGMAX's position.
 #include <algorithm>
 
 #include "serialize/onnx/onnx_host.h"
@@ -22,6 +23,7 @@ constexpr ReduceSteps kReduces[] = {
     {"ReduceMean", Opcode::INVALID, Opcode::REDUCE_MEAN, Opcode::INVALID},
     {"ReduceMax", Opcode::INVALID, Opcode::REDUCE_MAX, Opcode::INVALID},
     {"ReduceMin", Opcode::NEG, Opcode::REDUCE_MAX, Opcode::NEG},
+    {"ReduceProd", Opcode::INVALID, Opcode::REDUCE_PROD, Opcode::INVALID},
     {"ReduceSumSquare", Opcode::SQUARE, Opcode::REDUCE_SUM, Opcode::INVALID},
     {"ReduceL1", Opcode::ABS, Opcode::REDUCE_SUM, Opcode::INVALID},
     {"ReduceL2", Opcode::SQUARE, Opcode::REDUCE_SUM, Opcode::SQRT},
@@ -108,6 +110,75 @@ Status map_softmax(NodeLowering& n) {
     NNASM_TRY(n.emit(op, {y}, {{"axis", imm_i(1)}}, &y));
     NNASM_TRY(n.reshape(y, dims, &y));
   }
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
+Status map_arg(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  int64_t axis = 0, keepdims = 1, select_last_index = 0;
+  NNASM_TRY(n.attr("axis", &axis));
+  NNASM_TRY(n.attr("keepdims", &keepdims));
+  NNASM_TRY(n.attr("select_last_index", &select_last_index));
+  const std::vector<int64_t> dims = n.dims(0);
+  int a;
+  NNASM_TRY(normalize_axis(axis, static_cast<int>(dims.size()), &a));
+  const Opcode op = n.node().op_type == "ArgMax" ? Opcode::ARGMAX : Opcode::ARGMIN;
+  TensorId x, y;
+  NNASM_TRY(n.tensor(0, &x));
+  if (n.tensor_type(x).dtype != DType::F32) return Status::errorf("the input is {}: ARGMAX and ARGMIN read f32", onnx_type_name(n.type(0)));
+  if (select_last_index == 0) {
+    NNASM_TRY(n.emit(op, {x}, {{"axis", imm_i(a)}, {"keepdims", imm_i(keepdims != 0)}}, &y));
+  } else {
+    // The last extremum of x is the first of x reversed along the axis, at n − 1 − j: both the
+    // reversal and n − 1 − j are GATHERs by the indices n − 1, ..., 0.
+    std::vector<int64_t> reversed(static_cast<size_t>(dims[a]));
+    for (size_t k = 0; k < reversed.size(); ++k) reversed[k] = dims[a] - 1 - static_cast<int64_t>(k);
+    TensorId rev, xr, j;
+    NNASM_TRY(n.constant(host_ints(reversed), &rev));
+    NNASM_TRY(n.emit(Opcode::GATHER, {x, rev}, {{"axis", imm_i(a)}}, &xr));
+    NNASM_TRY(n.emit(op, {xr}, {{"axis", imm_i(a)}, {"keepdims", imm_i(keepdims != 0)}}, &j));
+    NNASM_TRY(n.emit(Opcode::GATHER, {rev, j}, {{"axis", imm_i(0)}}, &y));
+  }
+  n.set(0, y, OnnxType::INT64);
+  return Status::ok();
+}
+
+Status map_hardmax(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  const bool coerce_2d = n.opset() < 13;
+  int64_t axis = coerce_2d ? 1 : -1;
+  NNASM_TRY(n.attr("axis", &axis));
+  const std::vector<int64_t> dims = n.dims(0);
+  int a;
+  NNASM_TRY(normalize_axis(axis, static_cast<int>(dims.size()), &a));
+  TensorId x, j, table, jf, ids, y;
+  NNASM_TRY(n.tensor(0, &x));
+  if (n.tensor_type(x).dtype != DType::F32) return Status::errorf("the input is {}, expected a float", onnx_type_name(n.type(0)));
+  // Before opset 13 the axes from `axis` on are one row.
+  std::vector<int64_t> rows = dims;
+  if (coerce_2d) {
+    NNASM_TRY(flatten_target(dims, a, &rows));
+    NNASM_TRY(n.reshape(x, rows, &x));
+    a = 1;
+  }
+  const int64_t len = rows[a];
+  if (len > MAX_FOLD_ELEMENTS) return Status::errorf("an axis of {} is longer than the importer builds a table for", len);
+  // The first maximum's position j (kept as an axis of 1) as 1 + j in f32, by GATHER from the
+  // table 1 ... len, compared with 1 ... len laid along the axis: the one-hot mask.
+  HostTensor count, along;
+  std::vector<int64_t> along_dims(rows.size() - a, 1);
+  along_dims[0] = len;
+  count.dims = {len};
+  along.dims = along_dims;
+  for (int64_t k = 1; k <= len; ++k) count.f.push_back(static_cast<float>(k));
+  along.f = count.f;
+  NNASM_TRY(n.emit(Opcode::ARGMAX, {x}, {{"axis", imm_i(a)}, {"keepdims", imm_i(1)}}, &j));
+  NNASM_TRY(n.constant(count, &table));
+  NNASM_TRY(n.constant(along, &ids));
+  NNASM_TRY(n.emit(Opcode::GATHER, {table, j}, {{"axis", imm_i(0)}}, &jf));
+  NNASM_TRY(n.emit(Opcode::EQUAL, {jf, ids}, {}, &y));
+  NNASM_TRY(n.reshape(y, dims, &y));
   n.set(0, y, n.type(0));
   return Status::ok();
 }

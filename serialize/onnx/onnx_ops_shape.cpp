@@ -1,5 +1,6 @@
 // ONNX's shape and data-movement ops onto RESHAPE, TRANSPOSE, CONCAT, SLICE, PAD and EXPAND (and
-// the folds of those that shape computations use). Shapes, axes, pads and starts must be known at
+// the folds of those that shape computations use); Gather and GatherElements onto GATHER, Trilu
+// onto WHERE with a constant triangular mask. Shapes, axes, pads and starts must be known at
 // import time; a result equal to its input passes the input's tensor through.
 #include <algorithm>
 
@@ -302,6 +303,78 @@ Status map_split(NodeLowering& n) {
     NNASM_TRY(slice_to(n, x, ranges, &y));
     n.set(k, y, n.type(0));
   }
+  return Status::ok();
+}
+
+Status map_gather_elements(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  int64_t axis = 0;
+  NNASM_TRY(n.attr("axis", &axis));
+  const std::vector<int64_t> d = n.dims(0);
+  const int r = static_cast<int>(d.size());
+  int a;
+  NNASM_TRY(normalize_axis(axis, r, &a));
+  const HostTensor* idx;
+  NNASM_TRY(n.host(1, "indices", &idx));
+  if (!onnx_type_is_integer(idx->type)) return Status::errorf("indices are {}, expected integers", onnx_type_name(idx->type));
+  if (idx->dims.size() != d.size()) return Status::errorf("indices are rank {}, the data rank {}", idx->dims.size(), r);
+  for (int k = 0; k < r; ++k)
+    if (k != a && idx->dims[k] > d[k])
+      return Status::errorf("indices are [{}], larger than the data [{}] off the axis", fmt::join(idx->dims, ","), fmt::join(d, ","));
+  // Known indices make one GATHER from the flattened data: position p of the output reads the
+  // data at p's coordinates with the axis's replaced by the index there.
+  std::vector<int64_t> strides(static_cast<size_t>(r), 1), pos(static_cast<size_t>(r), 0), flat;
+  for (int k = r - 2; k >= 0; --k) strides[k] = strides[k + 1] * d[k + 1];
+  flat.reserve(idx->i.size());
+  for (int64_t j : idx->i) {
+    if (j < -d[a] || j >= d[a]) return Status::errorf("index {} is out of range for a dimension of {}", j, d[a]);
+    int64_t f = 0;
+    for (int k = 0; k < r; ++k) f += (k == a ? (j < 0 ? j + d[a] : j) : pos[k]) * strides[k];
+    flat.push_back(f);
+    for (int k = r - 1; k >= 0 && ++pos[k] == idx->dims[k]; --k) pos[k] = 0;
+  }
+  HostTensor flat_idx = host_ints(std::move(flat));
+  flat_idx.dims = idx->dims;
+  int64_t numel = 1;
+  for (int64_t v : d) numel *= v;
+  TensorId x, i, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.reshape(x, {numel}, &x));
+  NNASM_TRY(n.constant(flat_idx, &i));
+  NNASM_TRY(n.emit(Opcode::GATHER, {x, i}, {{"axis", imm_i(0)}}, &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
+Status map_trilu(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 2));
+  int64_t upper = 1, k = 0;
+  NNASM_TRY(n.attr("upper", &upper));
+  if (n.has(1)) {
+    const HostTensor* kt;
+    double v;
+    NNASM_TRY(n.host(1, "k", &kt));
+    NNASM_TRY(host_scalar(*kt, "k", &v));
+    if (kt->is_float()) return Status::error("k is FLOAT, expected an integer");
+    k = kt->i[0];
+  }
+  const std::vector<int64_t> d = n.dims(0);
+  if (d.size() < 2) return Status::errorf("the input is rank {}, expected at least 2", d.size());
+  const int64_t rows = d[d.size() - 2], cols = d.back();
+  NNASM_TRY(check_fold_size({rows, cols}));
+  // Keeps x where column − row ≥ k (upper) or ≤ k (lower); WHERE, not a product with the mask,
+  // so that an infinity or NaN outside the triangle still gives 0.
+  HostTensor mask;
+  mask.dims = {rows, cols};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) mask.f.push_back(upper ? j - i >= k : j - i <= k);
+  TensorId x, m, zero, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.constant(mask, &m));
+  if (n.tensor_type(x).dtype == DType::F32) NNASM_TRY(n.scalar(0, &zero));
+  else NNASM_TRY(n.constant(host_int_scalar(0), &zero));
+  NNASM_TRY(n.emit(Opcode::WHERE, {m, x, zero}, {}, &y));
+  n.set(0, y, n.type(0));
   return Status::ok();
 }
 

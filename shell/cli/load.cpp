@@ -77,9 +77,17 @@ Status read_inputs(const Program& prog, const std::string& file, const std::vect
     NpyArray& a = (*data)[id];
     Status s = npy_read(b.path, &a);
     if (!s) return Status::errorf("nnasm: error: input %{}: {}", d.name, s.message());
-    if (!(a.type == d.type))
-      return Status::errorf("nnasm: error: input %{}: {} holds {}, but %{} is {}", d.name, b.path, a.type.str(), d.name,
-                            d.type.str());
+    // A bool file read for an i32 input: its 0 and 1 as integers.
+    if (a.descr == "|b1" && d.type == TensorType{DType::I32, a.type.shape}) {
+      a.i32.assign(a.f32.begin(), a.f32.end());
+      a.f32.clear();
+      a.type.dtype = DType::I32;
+    }
+    if (!(a.type == d.type)) {
+      const char* read_as = a.descr == "<i8" ? " (int64, narrowed)" : a.descr == "|b1" ? " (bool, as 0 and 1)" : "";
+      return Status::errorf("nnasm: error: input %{}: {} holds {}{}, but %{} is {}", d.name, b.path, a.type.str(), read_as,
+                            d.name, d.type.str());
+    }
   }
   if (!all) return Status::ok();
   std::vector<TensorId> missing;

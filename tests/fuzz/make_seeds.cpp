@@ -1,7 +1,7 @@
 // Writes the generated part of the fuzz seed corpora (tests/fuzz/corpus/): training listings
 // recorded with the shell (every optimizer, convolution, pooling, batch norm, dropout, losses),
 // .npy files of both dtypes and several ranks written by npy_write (plus their 2.0 and 3.0
-// header forms), IDX files of every element type, plain and gzip-compressed, Myelin flow files
+// header forms, and the int64 and bool files the reader narrows and widens), IDX files of every element type, plain and gzip-compressed, Myelin flow files
 // of every version the reader knows (tests/flow_writer.h), and small ONNX models
 // (tests/onnx/model_builder.h: an MLP, a CNN, PyTorch's shape subgraph, shape ops). The other seeds
 // are copies of the repository's listings. Run from the repository root:
@@ -147,8 +147,19 @@ bool npys(const std::string& dir) {
     }
   }
   const std::string v1 = read_file(dir + "/npy/f32_2x3.npy");
+  // int64 and bool, which npy_write never writes: a 1.0 file as NumPy pads it.
+  auto numpy_file = [](const std::string& dict, const std::string& data) {
+    std::string h = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+    return std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xff) + char(h.size() >> 8) + h + data;
+  };
+  std::string i64;
+  for (int64_t v : {int64_t(0), int64_t(-7), int64_t(2147483647), int64_t(-2147483647 - 1)})
+    for (int k = 0; k < 8; ++k) i64 += char(uint64_t(v) >> (8 * k));
   return write_file(dir + "/npy/f32_2x3_v2.npy", npy_widen(v1, 2)) &&
-         write_file(dir + "/npy/i32_4_v3.npy", npy_widen(read_file(dir + "/npy/i32_4.npy"), 3));
+         write_file(dir + "/npy/i32_4_v3.npy", npy_widen(read_file(dir + "/npy/i32_4.npy"), 3)) &&
+         write_file(dir + "/npy/i64_2x2.npy", numpy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 2), }", i64)) &&
+         write_file(dir + "/npy/b1_3.npy",
+                    numpy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x01\x00\x01", 3)));
 }
 
 void put_be32(std::string* s, uint32_t v) {

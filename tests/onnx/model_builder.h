@@ -52,6 +52,14 @@ class OnnxModelBuilder {
     t->set_name(name);
     return *this;
   }
+  OnnxModelBuilder& initializer_bool(const std::string& name, const std::vector<int64_t>& dims, const std::vector<bool>& v) {
+    onnx::TensorProto* t = graph().add_initializer();
+    t->set_data_type(onnx::TensorProto::BOOL);
+    for (int64_t d : dims) t->add_dims(d);
+    for (bool x : v) t->add_int32_data(x);
+    t->set_name(name);
+    return *this;
+  }
   onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
                         const std::string& name = "") {
     onnx::NodeProto* n = graph().add_node();

@@ -71,6 +71,13 @@ std::string compare(const std::string& name, const Tensor& got, const HostTensor
     return fmt::format("output '{}': shape [{}], expected [{}]", name, fmt::join(dims, ","), fmt::join(want.dims, ","));
   if (!want.has_values) return fmt::format("output '{}': the expected values are {}", name, onnx_type_name(want.type));
   const bool f32 = got.desc.type.dtype == DType::F32;
+  // BOOL is held as f32 0 and 1: each must be the expected false or true exactly.
+  if (f32 && want.type == OnnxType::BOOL) {
+    for (int64_t k = 0; k < want.numel(); ++k)
+      if (got.f32()[k] != static_cast<float>(want.i[k]))
+        return fmt::format("output '{}'[{}]: {}, expected {}", name, k, got.f32()[k], want.i[k] ? "true (1)" : "false (0)");
+    return "";
+  }
   if (f32 != want.is_float())
     return fmt::format("output '{}': {} values, expected {}", name, dtype_name(got.desc.type.dtype), onnx_type_name(want.type));
   for (int64_t k = 0; k < want.numel(); ++k) {
@@ -124,14 +131,21 @@ NodeCaseResult run_node_case(const std::string& dir) {
       if (!s) return finish(r, NodeCaseResult::FAILED, s.message());
     }
     // Integer inputs are constants first; then any input a node needed known at import time.
+    // BOOL ones are bound at run time, as f32 0 and 1.
     OnnxImportOptions options;
     for (const auto& [name, t] : values)
-      if (onnx_type_is_integer(t.type)) options.constant_inputs[name] = t;
+      if (onnx_type_is_integer(t.type) && t.type != OnnxType::BOOL) options.constant_inputs[name] = t;
+    // Each import may name inputs that nodes further on need as constants (a Dropout's ratio,
+    // then its training_mode): again until no new one is named.
     std::unique_ptr<Attempt> a = import(bytes, options);
-    if (!a->status && !a->info.needed_constant.empty()) {
+    for (bool more = true; !a->status && more;) {
+      more = false;
       for (const std::string& name : a->info.needed_constant)
-        if (values.count(name)) options.constant_inputs[name] = values[name];
-      a = import(bytes, options);
+        if (values.count(name) && !options.constant_inputs.count(name)) {
+          options.constant_inputs[name] = values[name];
+          more = true;
+        }
+      if (more) a = import(bytes, options);
     }
     if (!a->status)
       return a->report.problems.empty() ? finish(r, NodeCaseResult::FAILED, a->status.message())
@@ -151,7 +165,8 @@ NodeCaseResult run_node_case(const std::string& dir) {
       const Tensor& x = a->ctx.at(a->p.find(it->second));
       if (x.numel() != t.numel() || x.desc.type.dtype != DType::F32)
         return finish(r, NodeCaseResult::FAILED, fmt::format("input '{}' does not fit %{}", onnx_name, x.desc.name));
-      std::memcpy(x.storage(), t.f.data(), t.f.size() * sizeof(float));
+      if (t.type == OnnxType::BOOL) std::transform(t.i.begin(), t.i.end(), x.f32(), [](int64_t v) { return v ? 1.f : 0.f; });
+      else std::memcpy(x.storage(), t.f.data(), t.f.size() * sizeof(float));
     }
     (*ex)->run();
     for (size_t k = 0; k < a->info.outputs.size(); ++k) {

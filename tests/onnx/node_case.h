@@ -3,12 +3,13 @@
 // compared with ONNX's tolerances. Shared by the conformance program (tests/onnx/conformance.cpp,
 // `make onnx-conformance`) and the regression test (tests/onnx_node_test.cpp).
 //
-// How a test runs: every data set in turn; graph inputs that are not FLOAT (integers and BOOL:
-// shapes, axes, pads, indices, flags) are given to the importer as constants with the data
-// set's values (OnnxImportOptions::constant_inputs), since in an exported model they are
-// initializers; FLOAT inputs are bound at run time. The program runs in inference mode.
-// Outputs match when |got − want| ≤ atol + rtol·|want| (rtol 1e-3, atol 1e-7, NaN equal to NaN)
-// and the shapes are the same; integer outputs must be equal.
+// How a test runs: every data set in turn; integer graph inputs (shapes, axes, pads, indices)
+// are given to the importer as constants with the data set's values
+// (OnnxImportOptions::constant_inputs), since in an exported model they are initializers; FLOAT
+// inputs are bound at run time, and so are BOOL ones, as the f32 0 and 1 the program holds them
+// in. The program runs in inference mode. Outputs match when |got − want| ≤ atol + rtol·|want|
+// (rtol 1e-3, atol 1e-7, NaN equal to NaN) and the shapes are the same; integer outputs must be
+// equal, and a BOOL output's 0 and 1 must be its false and true.
 #pragma once
 #include <string>
 #include <vector>

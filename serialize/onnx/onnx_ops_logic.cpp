@@ -1,0 +1,196 @@
+// ONNX's BOOL-valued ops. A BOOL tensor is an f32 mask of 0 and 1 (onnx_to_dtype): the
+// comparisons are EQUAL, LESS, ... (which give exactly that), Not is 1 − x, And x·y, Or max(x, y),
+// Xor x ≠ y, Where is WHERE with the mask as its condition, IsNaN and IsInf comparisons in a
+// CALC. Every result is 0 or 1 exactly, so masks compose without rounding. No gradient flows
+// through a mask (a comparison's is zero, as PyTorch's); Where's branches get theirs from WHERE.
+// On values known at import time each op is computed then (integers compared exactly, in int64).
+#include <fmt/format.h>
+
+#include "serialize/onnx/onnx_host.h"
+#include "serialize/onnx/onnx_ops.h"
+
+namespace nnasm {
+
+namespace {
+
+// The comparison of a node, as a function on int64 values and on floats.
+template <typename T>
+bool compare(const std::string& op, T a, T b) {
+  if (op == "Equal") return a == b;
+  if (op == "Less") return a < b;
+  if (op == "LessOrEqual") return a <= b;
+  if (op == "Greater") return a > b;
+  return a >= b;  // GreaterOrEqual
+}
+
+bool logic(const std::string& op, bool a, bool b) {
+  if (op == "And") return a && b;
+  if (op == "Or") return a || b;
+  return a != b;  // Xor
+}
+
+// A BOOL tensor of `dims`, all false.
+HostTensor host_bool(const std::vector<int64_t>& dims) {
+  HostTensor t;
+  t.type = OnnxType::BOOL;
+  t.dims = dims;
+  t.i.assign(static_cast<size_t>(t.numel()), 0);
+  return t;
+}
+
+// Input k must be BOOL (the logical ops' operands, Where's condition).
+Status expect_bool(NodeLowering& n, int k, const char* what) {
+  if (n.type(k) != OnnxType::BOOL) return Status::errorf("{} is {}, expected BOOL", what, onnx_type_name(n.type(k)));
+  return Status::ok();
+}
+
+// Both inputs of a binary node as tensors of the program, which must be f32 (FLOAT, or BOOL as
+// 0/1): nnasm's comparisons and arithmetic read f32.
+Status f32_operands(NodeLowering& n, TensorId* a, TensorId* b) {
+  NNASM_TRY(n.tensor(0, a));
+  NNASM_TRY(n.tensor(1, b));
+  if (n.tensor_type(*a).dtype != DType::F32 || n.tensor_type(*b).dtype != DType::F32)
+    return Status::errorf("{} and {} operands at run time: nnasm compares f32 values only (an integer one held as i32 "
+                          "has no conversion to f32 yet)",
+                          onnx_type_name(n.type(0)), onnx_type_name(n.type(1)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status map_compare(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  const std::string& op = n.node().op_type;
+  const Opcode code = op == "Equal" ? Opcode::EQUAL : op == "Less" ? Opcode::LESS : op == "LessOrEqual" ? Opcode::LESS_EQUAL
+                      : op == "Greater" ? Opcode::GREATER : Opcode::GREATER_EQUAL;
+  TensorId a, b, y;
+  NNASM_TRY(f32_operands(n, &a, &b));
+  NNASM_TRY(n.emit(code, {a, b}, {}, &y));
+  n.set(0, y, OnnxType::BOOL);
+  return Status::ok();
+}
+
+Status fold_compare(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  const HostTensor *a, *b;
+  NNASM_TRY(n.host(0, "A", &a));
+  NNASM_TRY(n.host(1, "B", &b));
+  if (a->is_float() != b->is_float())
+    return Status::errorf("inputs are {} and {}", onnx_type_name(a->type), onnx_type_name(b->type));
+  std::vector<int64_t> dims;
+  NNASM_TRY(broadcast_dims(a->dims, b->dims, &dims));
+  NNASM_TRY(check_fold_size(dims));
+  const std::vector<int64_t> ia = host_broadcast_index(dims, a->dims), ib = host_broadcast_index(dims, b->dims);
+  HostTensor y = host_bool(dims);
+  const std::string& op = n.node().op_type;
+  for (size_t k = 0; k < ia.size(); ++k)
+    y.i[k] = a->is_float() ? compare(op, a->f[ia[k]], b->f[ib[k]]) : compare(op, a->i[ia[k]], b->i[ib[k]]);
+  n.set(0, std::move(y));
+  return Status::ok();
+}
+
+Status map_logic(NodeLowering& n) {
+  const std::string& op = n.node().op_type;
+  const bool unary = op == "Not";
+  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
+  for (int k = 0; k < n.inputs(); ++k) NNASM_TRY(expect_bool(n, k, k == 0 ? "input 1" : "input 2"));
+  TensorId a, b, y;
+  if (unary) {
+    NNASM_TRY(n.tensor(0, &a));
+    NNASM_TRY(n.emit(Opcode::CALC, {a}, {{"expr", imm_str("sub(1,%0)")}}, &y));
+  } else {
+    NNASM_TRY(f32_operands(n, &a, &b));
+    if (op == "And") NNASM_TRY(n.emit(Opcode::MUL, {a, b}, {}, &y));
+    else if (op == "Or") NNASM_TRY(n.emit(Opcode::MAXIMUM, {a, b}, {}, &y));
+    else NNASM_TRY(n.emit(Opcode::CALC, {a, b}, {{"expr", imm_str("sub(1,equal(%0,%1))")}}, &y));
+  }
+  n.set(0, y, OnnxType::BOOL);
+  return Status::ok();
+}
+
+Status fold_logic(NodeLowering& n) {
+  const std::string& op = n.node().op_type;
+  const bool unary = op == "Not";
+  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
+  for (int k = 0; k < n.inputs(); ++k) NNASM_TRY(expect_bool(n, k, k == 0 ? "input 1" : "input 2"));
+  const HostTensor *a, *b;
+  NNASM_TRY(n.host(0, "A", &a));
+  if (unary) {
+    HostTensor y = host_bool(a->dims);
+    for (size_t k = 0; k < y.i.size(); ++k) y.i[k] = a->i[k] == 0;
+    n.set(0, std::move(y));
+    return Status::ok();
+  }
+  NNASM_TRY(n.host(1, "B", &b));
+  std::vector<int64_t> dims;
+  NNASM_TRY(broadcast_dims(a->dims, b->dims, &dims));
+  NNASM_TRY(check_fold_size(dims));
+  const std::vector<int64_t> ia = host_broadcast_index(dims, a->dims), ib = host_broadcast_index(dims, b->dims);
+  HostTensor y = host_bool(dims);
+  for (size_t k = 0; k < ia.size(); ++k) y.i[k] = logic(op, a->i[ia[k]] != 0, b->i[ib[k]] != 0);
+  n.set(0, std::move(y));
+  return Status::ok();
+}
+
+Status map_where(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(3, 3));
+  NNASM_TRY(expect_bool(n, 0, "the condition"));
+  if (n.type(1) != n.type(2))
+    return Status::errorf("the branches are {} and {}", onnx_type_name(n.type(1)), onnx_type_name(n.type(2)));
+  TensorId c, a, b, y;
+  NNASM_TRY(n.tensor(0, &c));
+  NNASM_TRY(n.tensor(1, &a));
+  NNASM_TRY(n.tensor(2, &b));
+  NNASM_TRY(n.emit(Opcode::WHERE, {c, a, b}, {}, &y));
+  n.set(0, y, n.type(1));
+  return Status::ok();
+}
+
+Status fold_where(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(3, 3));
+  NNASM_TRY(expect_bool(n, 0, "the condition"));
+  const HostTensor *c, *a, *b;
+  NNASM_TRY(n.host(0, "condition", &c));
+  NNASM_TRY(n.host(1, "X", &a));
+  NNASM_TRY(n.host(2, "Y", &b));
+  if (a->type != b->type) return Status::errorf("the branches are {} and {}", onnx_type_name(a->type), onnx_type_name(b->type));
+  std::vector<int64_t> dims;
+  NNASM_TRY(broadcast_dims(c->dims, a->dims, &dims));
+  NNASM_TRY(broadcast_dims(dims, b->dims, &dims));
+  NNASM_TRY(check_fold_size(dims));
+  const std::vector<int64_t> ic = host_broadcast_index(dims, c->dims), ia = host_broadcast_index(dims, a->dims),
+                             ib = host_broadcast_index(dims, b->dims);
+  HostTensor y;
+  y.type = a->type;
+  y.dims = dims;
+  for (size_t k = 0; k < ic.size(); ++k) {
+    const bool take_a = c->i[ic[k]] != 0;
+    if (y.is_float()) y.f.push_back(take_a ? a->f[ia[k]] : b->f[ib[k]]);
+    else y.i.push_back(take_a ? a->i[ia[k]] : b->i[ib[k]]);
+  }
+  n.set(0, std::move(y));
+  return Status::ok();
+}
+
+Status map_is_special(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(1, 1));
+  TensorId x, y;
+  NNASM_TRY(n.tensor(0, &x));
+  if (n.tensor_type(x).dtype != DType::F32) return Status::errorf("the input is {}, expected a float", onnx_type_name(n.type(0)));
+  std::string expr = "sub(1,equal(%0,%0))";  // IsNaN: NaN alone is unequal to itself
+  if (n.node().op_type == "IsInf") {
+    int64_t positive = 1, negative = 1;
+    NNASM_TRY(n.attr("detect_positive", &positive));
+    NNASM_TRY(n.attr("detect_negative", &negative));
+    if (positive && negative) expr = "equal(abs(%0),inf)";
+    else if (positive) expr = "equal(%0,inf)";
+    else if (negative) expr = "equal(neg(%0),inf)";
+    else expr = "";
+  }
+  if (expr.empty()) NNASM_TRY(n.emit(Opcode::FILL, {x}, {{"value", imm_f(0)}}, &y));
+  else NNASM_TRY(n.emit(Opcode::CALC, {x}, {{"expr", imm_str(expr)}}, &y));
+  n.set(0, y, OnnxType::BOOL);
+  return Status::ok();
+}
+
+}  // namespace nnasm

@@ -1,0 +1,179 @@
+// The ONNX importer's mappings of losses, indexing and masking ops onto compositions of existing
+// instructions (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss with weights and an ignored
+// label, GatherElements, Trilu, Hardmax, Shrink, Tan, Cosh, EyeLike, ReduceProd, Dropout's mask),
+// each on a small model built in code and checked against a plain loop written here.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "serialize/onnx/onnx_import.h"
+#include "tests/onnx/model_builder.h"
+
+namespace nnasm {
+namespace {
+
+using B = OnnxModelBuilder;
+using F = std::vector<float>;
+
+struct Imported {
+  Context ctx;
+  Program p{ctx};
+  ImportReport report;
+  Status status;
+};
+
+// Imports `m` and runs it on `inputs` (f32, by name); false, with a failed expectation, when
+// either step fails.
+bool import_and_run(const B& m, const std::map<std::string, F>& inputs, Imported* r,
+                    const std::map<std::string, std::vector<int32_t>>& int_inputs = {}) {
+  r->status = onnx_import(m.bytes(), "m.onnx", {}, &r->p, &r->report);
+  EXPECT_TRUE(r->status.is_ok()) << r->status.message() << "\n  " << fmt::format("{}", fmt::join(r->report.problems, "\n  "));
+  if (!r->status) return false;
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(r->p);
+  EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+  if (!ex) return false;
+  for (const auto& [n, v] : inputs) std::copy(v.begin(), v.end(), r->ctx.at(r->p.find(n)).f32());
+  for (const auto& [n, v] : int_inputs) std::copy(v.begin(), v.end(), r->ctx.at(r->p.find(n)).i32());
+  (*ex)->run();
+  return true;
+}
+
+F values(const Imported& r, const std::string& name) {
+  const Tensor& t = r.ctx.at(r.p.find(name));
+  return F(t.f32(), t.f32() + t.numel());
+}
+
+void expect_near(const F& got, const F& want, float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "element " << i;
+}
+
+F ramp(size_t n, float scale = 0.37f, float offset = -1.1f) {
+  F v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = offset + scale * static_cast<float>((i * 5) % 7) - 0.03f * static_cast<float>(i);
+  return v;
+}
+
+// NegativeLogLikelihoodLoss on [N=2, C=3, d=2] log-probabilities with INT64 targets given at run
+// time, class weights and an ignored class, reduced none, sum and mean; SoftmaxCrossEntropyLoss
+// the same after a log-softmax over the classes.
+TEST(OnnxOpsImport, NllAndSoftmaxCrossEntropyWithWeightsAndAnIgnoredClass) {
+  constexpr int N = 2, C = 3, D = 2;
+  const F lp = ramp(N * C * D), w = {0.5f, 2, 1.25f};
+  const std::vector<int32_t> t = {2, 1, 0, 2};  // [N, D]; class 1 is ignored
+  B m(13);
+  m.input("lp", {N, C, D}).input("t", {N, D}, onnx::TensorProto::INT64).initializer("w", {C}, w);
+  m.output("none").output("sum").output("mean").output("sce").output("sce_lp");
+  for (const char* r : {"none", "sum", "mean"}) {
+    onnx::NodeProto& node = m.node("NegativeLogLikelihoodLoss", {"lp", "t", "w"}, {r});
+    B::attr(node, "reduction", std::string(r));
+    B::attr(node, "ignore_index", int64_t(1));
+  }
+  onnx::NodeProto& sce = m.node("SoftmaxCrossEntropyLoss", {"lp", "t", "w"}, {"sce", "sce_lp"});
+  B::attr(sce, "ignore_index", int64_t(1));
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"lp", lp}}, &r, {{"t", t}}));
+
+  auto loss = [&](const F& logp) {
+    F none;
+    double sum = 0, weights = 0;
+    for (int n = 0; n < N; ++n)
+      for (int d = 0; d < D; ++d) {
+        const int c = t[n * D + d];
+        const double wc = c == 1 ? 0 : w[c];
+        none.push_back(static_cast<float>(-wc * logp[(n * C + c) * D + d]));
+        sum += none.back();
+        weights += wc;
+      }
+    return std::make_tuple(none, static_cast<float>(sum), static_cast<float>(sum / weights));
+  };
+  const auto [none, sum, mean] = loss(lp);
+  expect_near(values(r, "none"), none);
+  expect_near(values(r, "sum"), {sum});
+  expect_near(values(r, "mean"), {mean});
+  F logp(lp.size());
+  for (int n = 0; n < N; ++n)
+    for (int d = 0; d < D; ++d) {
+      double s = 0;
+      for (int c = 0; c < C; ++c) s += std::exp(lp[(n * C + c) * D + d]);
+      for (int c = 0; c < C; ++c) logp[(n * C + c) * D + d] = static_cast<float>(lp[(n * C + c) * D + d] - std::log(s));
+    }
+  expect_near(values(r, "sce_lp"), logp);
+  expect_near(values(r, "sce"), {std::get<2>(loss(logp))});
+}
+
+// GatherElements with known (negative too) indices reads data[index][j] along axis 0; Trilu keeps
+// the upper or lower triangle from diagonal k, and an infinity outside it still gives 0.
+TEST(OnnxOpsImport, GatherElementsAndTriluMatchLoops) {
+  const F x = ramp(12);  // [3, 4]
+  F inf_x = x;
+  inf_x[8] = INFINITY;  // row 2, column 0: below the diagonal
+  B m(14);
+  m.input("x", {3, 4}).initializer_i64("idx", {2, 4}, {0, -1, 2, 1, 2, 0, -3, 1}).initializer_i64("k", {}, {1});
+  m.output("g").output("up").output("low");
+  m.node("GatherElements", {"x", "idx"}, {"g"});
+  m.node("Trilu", {"x", "k"}, {"up"});
+  B::attr(m.node("Trilu", {"x"}, {"low"}), "upper", int64_t(0));
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", inf_x}}, &r));
+  const int idx[8] = {0, -1, 2, 1, 2, 0, -3, 1};
+  F g, up, low;
+  for (int k = 0; k < 8; ++k) g.push_back(inf_x[((idx[k] + 3) % 3) * 4 + k % 4]);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      up.push_back(j - i >= 1 ? inf_x[i * 4 + j] : 0);
+      low.push_back(j - i <= 0 ? inf_x[i * 4 + j] : 0);
+    }
+  EXPECT_EQ(values(r, "g"), g);
+  EXPECT_EQ(values(r, "up"), up);
+  EXPECT_EQ(values(r, "low"), low);
+}
+
+// Hardmax marks the first maximum of each row; Shrink, Tan, Cosh as their formulas; EyeLike is a
+// constant; ReduceProd the product; Dropout's mask in inference is all true.
+TEST(OnnxOpsImport, HardmaxShrinkTanCoshEyeLikeReduceProdMatchLoops) {
+  const F x = {1, 3, 3, -2, 0.5f, -1.75f, 2, 2};  // [2, 4], ties in both rows
+  B m(13);
+  m.input("x", {2, 4}).output("hard").output("shrink").output("tan").output("cosh").output("eye").output("prod");
+  m.output("mask", onnx::TensorProto::BOOL);
+  m.node("Hardmax", {"x"}, {"hard"});
+  onnx::NodeProto& shrink = m.node("Shrink", {"x"}, {"shrink"});
+  B::attr(shrink, "lambd", 1.5f);
+  B::attr(shrink, "bias", 0.25f);
+  m.node("Tan", {"x"}, {"tan"});
+  m.node("Cosh", {"x"}, {"cosh"});
+  B::attr(m.node("EyeLike", {"x"}, {"eye"}), "k", int64_t(1));
+  B::attr(m.node("ReduceProd", {"x"}, {"prod"}), "axes", std::vector<int64_t>{1});
+  m.node("Dropout", {"x"}, {"dropped", "mask"});
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", x}}, &r));
+  F hard(8, 0), shrunk, tan, cosh, eye, prod = {1, 1};
+  for (int i = 0; i < 2; ++i) {
+    int best = 0;
+    for (int j = 1; j < 4; ++j)
+      if (x[i * 4 + j] > x[i * 4 + best]) best = j;
+    hard[i * 4 + best] = 1;
+    for (int j = 0; j < 4; ++j) {
+      const float v = x[i * 4 + j];
+      shrunk.push_back(v < -1.5f ? v + 0.25f : v > 1.5f ? v - 0.25f : 0);
+      tan.push_back(std::tan(v));
+      cosh.push_back(std::cosh(v));
+      eye.push_back(j - i == 1);
+      prod[i] *= v;
+    }
+  }
+  EXPECT_EQ(values(r, "hard"), hard);
+  expect_near(values(r, "shrink"), shrunk);
+  expect_near(values(r, "tan"), tan);
+  expect_near(values(r, "cosh"), cosh);
+  EXPECT_EQ(values(r, "eye"), eye);
+  expect_near(values(r, "prod"), prod);
+  EXPECT_EQ(values(r, "mask"), F(8, 1));
+}
+
+}  // namespace
+}  // namespace nnasm
