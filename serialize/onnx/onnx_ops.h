@@ -98,7 +98,7 @@ Status fold_concat(NodeLowering& n);
 Status map_slice(NodeLowering& n);
 Status fold_slice(NodeLowering& n);
 Status map_split(NodeLowering& n);
-Status map_gather(NodeLowering& n);       // indices known at import time
+Status map_gather(NodeLowering& n);       // slices for indices known at import time, else one GATHER
 Status map_gather_elements(NodeLowering& n);  // indices known at import time
 Status map_trilu(NodeLowering& n);
 Status map_pad(NodeLowering& n);
