@@ -279,18 +279,38 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   const PartsFn parts = op_hooks(ins.op).parts;
   const int n = parts && ctx.threads() > 1 ? parts(JitRequest{ins, s->args.in_type, s->args.out_type, isa}, ctx.threads()) : 1;
   if (n <= 1) return;
+  // In training, an instruction that reads a param the update section changes (a layer's
+  // weights) is split along its reduction where the op can: its parts then read the weight's rows
+  // that the same core's parts of the weight gradient and of the optimizer step write (those
+  // split by rows), and the weights stay in that core's cache between steps instead of crossing
+  // to the other core's twice a step. Otherwise, and where the op cannot, its own split.
+  bool reads_trained_param = false;
+  const auto [ub, ue] = program_->section_range(Section::UPDATE);
+  for (TensorId id : ins.in) reads_trained_param |= ub < ue && program_->desc(id).role == Role::PARAM;
   std::vector<Part> made;
-  for (int p = 0; p < n; ++p) {
-    Result<std::shared_ptr<const JitKernel>> kp =
-        jit(JitRequest{ins, s->args.in_type, s->args.out_type, isa, p, n}, ctx.kernels());
-    if (!kp || !kp.value()) {
-      ctx.log(fmt::format("{} -> {}: part {} of {} not generated, running one part: {}", ins.info().mnemonic,
-                          program_->desc(ins.out[0]).name, p, n, kp ? "no kernel" : kp.status().message()));
-      return;
+  std::vector<std::shared_ptr<const JitKernel>> kernels;
+  for (bool along_k : {true, false}) {
+    if (along_k && !reads_trained_param) continue;
+    made.clear();
+    kernels.clear();
+    for (int p = 0; p < n; ++p) {
+      JitRequest r{ins, s->args.in_type, s->args.out_type, isa, p, n};
+      r.split_reduction = along_k;
+      Result<std::shared_ptr<const JitKernel>> kp = jit(r, ctx.kernels());
+      if (kp && kp.value()) {
+        made.push_back(Part{kp.value()->fn(), s->args});
+        kernels.push_back(kp.value());
+        continue;
+      }
+      if (!along_k)
+        ctx.log(fmt::format("{} -> {}: part {} of {} not generated, running one part: {}", ins.info().mnemonic,
+                            program_->desc(ins.out[0]).name, p, n, kp ? "no kernel" : kp.status().message()));
+      break;
     }
-    made.push_back(Part{kp.value()->fn(), s->args});
-    jit_.push_back(kp.value());
+    if (static_cast<int>(made.size()) == n) break;
   }
+  if (static_cast<int>(made.size()) != n) return;
+  jit_.insert(jit_.end(), kernels.begin(), kernels.end());
   s->n_parts = n;
   s->first_part = parts_.size();
   parts_.insert(parts_.end(), made.begin(), made.end());

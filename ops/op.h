@@ -81,7 +81,8 @@ struct JitRequest {
   // With n_parts > 1: split the reduction instead (a GEMV's K), the last part to finish
   // completing the output, so that part p reads only its slice of the input. The executor asks
   // for this to join a step to the parallel job of the step before it, whose part p wrote that
-  // slice (see SpanFn). An op that cannot split so returns no kernel.
+  // slice (see SpanFn), and in training for the steps that read a trained param. An op with a
+  // span hook that cannot split so returns no kernel; ops without one split their own way.
   bool split_reduction = false;
 };
 // Returns the kernel for the request (from `cache`, generating it the first time), a null

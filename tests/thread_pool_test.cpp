@@ -293,6 +293,20 @@ TEST(ParallelSteps, BigGemmsAreBitwiseTheSame) {
       false);
 }
 
+// In training, a layer whose weights the update changes splits along K (Executor::choose_kernel):
+// odd sizes with tails, 3 K blocks (601 = 3 × 201 − 2) for 2 and 3 parts, bias and ReLU applied
+// by the part that finishes last; bitwise as one thread.
+TEST(ParallelSteps, TrainedLayersSplitAlongKBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program& p, Graph& g) {
+        Var x = g.input("x", {37, 601});
+        Var labels = g.input("labels", {37}, DType::I32);
+        g.output(softmax_ce(linear(relu(linear(x, 45)), 10), labels), "loss");
+        ASSERT_TRUE(make_trainable(p, p.find("loss"), sgd(0.01, 0.9)));
+      },
+      true);
+}
+
 // The batch-1 MLP: the first layer splits its columns, and the second runs in the same parallel
 // job, split along K, each part on the slice of the first layer's output that it has just
 // written (Executor::join). Bitwise as one thread, also at 3 threads (3 column slices, which the

@@ -24,6 +24,8 @@ constexpr int64_t PAGE_BYTES = 4096;
 constexpr int64_t KSEG_BYTES = int64_t(64) << 10;
 constexpr int64_t KSEG_MIN_ROWS = 16;
 constexpr int64_t KSEG_MAX = 16;
+// A tiled product's K split keeps a slot of M×N floats per K block: at most this many bytes.
+constexpr int64_t TILED_SLOTS_MAX = int64_t(512) << 10;
 // Byte offsets are 32-bit displacements in the generated code.
 constexpr int64_t MAX_OPERAND_BYTES = (int64_t(1) << 31) - (int64_t(1) << 16);
 
@@ -133,9 +135,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
       p.k_part = d.k_part;
       p.k_parts = d.k_parts;
     }
-  } else if (d.k_parts > 1) {
-    return false;  // only a GEMV is split along K
-  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate && p.act == Activation::NONE) {
+  } else if (p.tb && p.m <= 2 * Plan::DOT_ROWS && !p.accumulate && p.act == Activation::NONE && d.k_parts <= 1) {
     p.mode = Mode::DOT;
     p.scratch = p.ta ? static_cast<size_t>(p.m * p.k * 4) : 0;
     p.impl = fmt::format("dot_m{}", p.m);
@@ -154,6 +154,22 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.pack_a = (p.ta ? p.a_ks : p.a_rs) >= PAGE_BYTES;
     if (p.pack_b) p.scratch = static_cast<size_t>(p.kc * std::min(p.nc, ceil_div(p.n, p.nr()) * p.nr()) * 4);
     p.impl = fmt::format("{}x{}", p.mr_max, p.nr());
+    // A K split (asked for, not chosen here: Executor::choose_kernel does in training, so that
+    // a weight's rows stay with the core whose gradient and optimizer parts update them) takes
+    // the K blocks as its segments, as a GEMV's. Only where nothing is packed (the scratch holds
+    // the slots), one N block covers the columns and the slots stay small. The whole product
+    // plans the slots too, so that its scratch hook asks for them.
+    const int64_t blocks = ceil_div(p.k, p.kc), slot_bytes = ceil_div(p.m * p.n * 4, 64) * 64;
+    const bool k_split_ok = blocks > 1 && !p.pack_a && !p.pack_b && p.n <= p.nc && p.loops.empty() && !d.n_end &&
+                            !d.m_end && !p.accumulate && blocks * slot_bytes <= TILED_SLOTS_MAX;
+    if (d.k_parts > 1 && (!k_split_ok || blocks < d.k_parts || d.k_part < 0 || d.k_part >= d.k_parts)) return false;
+    if (k_split_ok) {
+      p.kseg = static_cast<int>(blocks);
+      p.slot_bytes = slot_bytes;
+      p.scratch = static_cast<size_t>(blocks * slot_bytes);
+      p.k_part = d.k_part;
+      p.k_parts = d.k_parts;
+    }
   }
   if (d.m_end) {
     if (p.mode != Mode::TILED) return false;
@@ -196,7 +212,7 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 // between the cores but the result (a K split's partial sums, one slot per segment, crossed to
 // the part that combines them: on the Xeon we measure, the 2-thread 784→256 layer took 5.4 µs
 // split along K against 6.3 on one thread). A product one vector wide splits along K instead.
-bool split_k(const gemm::Plan& p) { return p.kseg > 1 && p.n <= p.vlen; }
+bool split_k(const gemm::Plan& p) { return p.mode == gemm::Mode::GEMV && p.kseg > 1 && p.n <= p.vlen; }
 // A tiled product with as many rows as columns (and no batch loops) splits its rows.
 constexpr int64_t ROWS_PER_PART = 16;
 bool split_rows(const gemm::Plan& p) {
