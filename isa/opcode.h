@@ -11,7 +11,7 @@ namespace nnasm {
 enum OpFlags : uint32_t {
   OPF_COMMUTATIVE = 1u << 0,  // inputs may be swapped
   OPF_ACTIVATION = 1u << 1,   // fusable as an epilogue
-  OPF_ANY_DTYPE = 1u << 2,    // moves bytes; works for f32 and i32 alike
+  OPF_ANY_DTYPE = 1u << 2,    // takes f32 and i32 alike (moves bytes; CAST converts them)
   OPF_INPLACE = 1u << 3,      // every output is one of the inputs, updated in place
   // The result depends on the run's mode or random stream (RunState), which can change between
   // runs: never folded into a constant at optimization.

@@ -236,6 +236,7 @@ Var erf(At x) { return rec(x, Opcode::ERF, {x.v}); }
 Var reciprocal(At x) { return rec(x, Opcode::RECIPROCAL, {x.v}); }
 Var floor(At x) { return rec(x, Opcode::FLOOR, {x.v}); }
 Var ceil(At x) { return rec(x, Opcode::CEIL, {x.v}); }
+Var round(At x) { return rec(x, Opcode::ROUND, {x.v}); }
 Var sign(At x) { return rec(x, Opcode::SIGN, {x.v}); }
 Var softplus(At x) { return rec(x, Opcode::SOFTPLUS, {x.v}); }
 Var hardsigmoid(At x, float alpha, float beta) {
@@ -286,6 +287,8 @@ Var slice(At x, int64_t axis, int64_t start, int64_t end) {
   return rec(x, Opcode::SLICE, {x.v}, {{"axis", imm_i(axis)}, {"start", imm_i(start)}, {"end", imm_i(end)}});
 }
 Var copy(At x) { return rec(x, Opcode::COPY, {x.v}); }
+// CAST's `to` choices are f32, i32, in that order.
+Var cast(At x, DType to) { return rec(x, Opcode::CAST, {x.v}, {{"to", imm_i(to == DType::I32 ? 1 : 0)}}); }
 Var fill(At like, float value) { return rec(like, Opcode::FILL, {like.v}, {{"value", imm_f(value)}}); }
 Var expand(At x, std::vector<int64_t> shape) {
   return rec(x, Opcode::EXPAND, {x.v}, {{"shape", imm_ints(std::move(shape))}});

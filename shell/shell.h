@@ -191,6 +191,8 @@ Var clamp(At x, float lo, float hi);
 Var reciprocal(At x);
 Var floor(At x);
 Var ceil(At x);
+// The nearest whole number, halves to even (numpy.round, torch.round).
+Var round(At x);
 Var sign(At x);
 Var softplus(At x);
 Var hardsigmoid(At x, float alpha = 0.2f, float beta = 0.5f);
@@ -223,6 +225,9 @@ Var transpose(At x, std::vector<int64_t> perm);
 Var concat(const std::vector<Var>& xs, int64_t axis = 0, Loc loc = Loc::here());
 Var slice(At x, int64_t axis, int64_t start, int64_t end);
 Var copy(At x);
+// x as dtype `to` (f32 or i32): f32 → i32 truncates toward zero, saturating (NaN gives 0);
+// i32 → f32 rounds to nearest.
+Var cast(At x, DType to);
 Var fill(At like, float value);
 Var expand(At x, std::vector<int64_t> shape);
 Var pad(At x, std::vector<int64_t> pads, float value = 0);

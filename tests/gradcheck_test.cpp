@@ -218,6 +218,30 @@ Cases conv_cases() {
           conv("act=tanh", {1, 2, 4, 4}, {3, 2, 3, 3}, true, conv_opts({1, 1}, {1, 1}, {1, 1}, 1, Activation::TANH))};
 }
 
+// CONV2D_BWD_DATA as a layer of its own (ONNX ConvTranspose): dy and w are params, x only gives
+// the shape. Odd sizes, stride 2 with padding (a transposed convolution's usual upsampling), and
+// groups with dilation and unequal strides.
+GradCase conv_bwd_data(const std::string& what, Shape dys, Shape ws, Shape xs, std::vector<int64_t> stride,
+                       std::vector<int64_t> pad, std::vector<int64_t> dilation, int64_t groups) {
+  return {what, [=](Graph& g) {
+            Var dy = g.param("dy", dys, {InitKind::UNIFORM, -1, 1});
+            Var w = g.param("w", ws, {InitKind::UNIFORM, -1, 1});
+            Var x = g.input("x", xs);
+            Var dx = g.record(Opcode::CONV2D_BWD_DATA, {dy, w, x},
+                              {{"stride", imm_ints(stride)}, {"pad", imm_ints(pad)}, {"dilation", imm_ints(dilation)},
+                               {"groups", imm_i(groups)}},
+                              Loc::here());
+            return Built{dx, {dy, w}};
+          }};
+}
+
+Cases conv_bwd_data_cases() {
+  return {conv_bwd_data("3x3 stride 2 pad 1, odd sizes", {2, 4, 4, 3}, {4, 3, 3, 3}, {2, 3, 7, 5}, {2, 2}, {1, 1},
+                        {1, 1}, 1),
+          conv_bwd_data("groups 2, dilation [2,1], stride [1,2], pad [2,0]", {1, 6, 9, 2}, {6, 2, 2, 3}, {1, 4, 7, 6},
+                        {1, 2}, {2, 0}, {2, 1}, 2)};
+}
+
 // Pooling on x [2,3,5,6]: overlapping and padded windows, and the default stride. Max pooling's
 // inputs are distinct (0.2 apart), so no nudge changes a window's argmax.
 Cases pool_cases(bool max) {
@@ -359,6 +383,15 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::MATMUL, matmul_cases()},
       {Opcode::LINEAR, linear_cases()},
       {Opcode::CONV2D, conv_cases()},
+      {Opcode::CONV2D_BWD_DATA, conv_bwd_data_cases()},
+      {Opcode::CAST,
+       {unary("f32 to f32 (a copy)", [](Var x) { return cast(x, DType::F32); }),
+        {"f32 to i32 and back: no gradient through the integers",
+         [](Graph& g) {
+           Var x = g.input("x", {3, 4});
+           return Built{x * cast(cast(x, DType::I32), DType::F32), {x}};
+         },
+         put("x", away_from(-3, 3, {-2, -1, 0, 1, 2}))}}},
       {Opcode::MAXPOOL2D, pool_cases(true)},
       {Opcode::AVGPOOL2D, pool_cases(false)},
       {Opcode::BATCHNORM2D,
@@ -610,7 +643,7 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
                     Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
-                    Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::SIGN, Opcode::ARGMAX,
+                    Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,
                     Opcode::ARGMIN})
     EXPECT_EQ(op_hooks(op).grad, no_gradient) << op_info(op).mnemonic;
   EXPECT_GE(ops_with_rules().size(), 39u);

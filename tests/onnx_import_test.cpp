@@ -347,7 +347,19 @@ TEST(OnnxImport, MalformedFilesAreErrorsNamingThePart) {
   old.input("x", {2}).output("y");
   old.node("Relu", {"x"}, {"y"});
   EXPECT_EQ(import(old.bytes())->report.problems,
-            std::vector<std::string>{"the model's opset is 6; the importer reads opsets 7 to 17"});
+            std::vector<std::string>{"the model's opset is 6; the importer reads opsets 7 to 17, and below that models "
+                                     "of Elu, HardSigmoid, InstanceNormalization, Selu (since 6), GlobalAveragePool, "
+                                     "GlobalMaxPool, Not, ReduceLogSum, Softplus and Softsign (since 1) alone"});
+  // Those defined then as now import at their old opsets; Elu only from 6 (before, it had
+  // consumed_inputs).
+  OnnxModelBuilder old_elu(6);
+  old_elu.input("x", {2}).output("y");
+  old_elu.node("Elu", {"x"}, {"y"});
+  EXPECT_TRUE(import(old_elu.bytes())->status.is_ok());
+  OnnxModelBuilder older_elu(5);
+  older_elu.input("x", {2}).output("y");
+  older_elu.node("Elu", {"x"}, {"y"});
+  EXPECT_FALSE(import(older_elu.bytes())->status.is_ok());
 }
 
 // An attribute the mapping never reads is reported, not silently ignored.
@@ -451,7 +463,7 @@ TEST(OnnxImport, BoolTensorsAreF32ZerosAndOnes) {
 }
 
 // BOOL-valued ops on values known at import time are computed then (integers compared in int64);
-// integers compared at run time are a problem, since nnasm compares f32 only.
+// integers compared at run time are CAST to f32 first.
 TEST(OnnxImport, BoolOpsOnKnownValuesAreFolded) {
   constexpr int32_t BOOL = onnx::TensorProto::BOOL, INT64 = onnx::TensorProto::INT64;
   OnnxModelBuilder m(13);
@@ -470,9 +482,42 @@ TEST(OnnxImport, BoolOpsOnKnownValuesAreFolded) {
   OnnxModelBuilder run_time(13);
   run_time.input("ids", {3}, INT64).initializer_i64("k", {3}, {1, 2, 3}).output("lt", BOOL);
   run_time.node("Less", {"ids", "k"}, {"lt"}, "lt");
-  EXPECT_EQ(import(run_time.bytes())->report.problems,
-            std::vector<std::string>{"node 'lt' (op Less, opset 13): INT64 and INT64 operands at run time: nnasm compares "
-                                     "f32 values only (an integer one held as i32 has no conversion to f32 yet)"});
+  auto rt = import(run_time.bytes());
+  ASSERT_TRUE(rt->status.is_ok()) << rt->status.message();
+  EXPECT_EQ(mnemonics(rt->p), (std::vector<std::string>{"CAST", "CAST", "LESS"}));
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(rt->p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  const int32_t ids[3] = {0, 2, 5};
+  std::copy(ids, ids + 3, rt->p.context().at(rt->p.find("ids")).i32());
+  (*ex)->run();
+  EXPECT_EQ(values_f32(rt->p, "lt"), (F{1, 0, 0}));
+}
+
+// Cast between FLOAT and the integers at run time is CAST: toward zero, saturating what i32 does
+// not hold (NaN gives 0), and back to FLOAT rounding to nearest; the narrower integers refuse.
+TEST(OnnxImport, CastBetweenFloatAndIntegersAtRunTime) {
+  using B = OnnxModelBuilder;
+  constexpr int32_t INT64 = onnx::TensorProto::INT64, INT32 = onnx::TensorProto::INT32;
+  B m(13);
+  m.input("x", {6}).output("ci", INT64).output("c32", INT32).output("cf");
+  B::attr(m.node("Cast", {"x"}, {"ci"}), "to", int64_t(INT64));
+  B::attr(m.node("Cast", {"x"}, {"c32"}), "to", int64_t(INT32));
+  B::attr(m.node("Cast", {"ci"}, {"cf"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), (std::vector<std::string>{"CAST", "CAST", "CAST"}));
+  ASSERT_TRUE(run_all(r->p, {{"x", F{2.7f, -2.7f, NAN, 3e9f, -0.5f, -3e9f}}}));
+  const std::vector<int32_t> want = {2, -2, 0, INT32_MAX, 0, INT32_MIN};
+  EXPECT_EQ(values_i32(r->p, "ci"), want);
+  EXPECT_EQ(values_i32(r->p, "c32"), want);
+  EXPECT_EQ(values_f32(r->p, "cf"), (F{2, -2, 0, 2147483648.f, 0, -2147483648.f}));
+
+  B narrow(13);
+  narrow.input("x", {2}).output("u", onnx::TensorProto::UINT8);
+  B::attr(narrow.node("Cast", {"x"}, {"u"}, "c"), "to", int64_t(onnx::TensorProto::UINT8));
+  EXPECT_EQ(import(narrow.bytes())->report.problems,
+            std::vector<std::string>{"node 'c' (op Cast, opset 13): a cast from FLOAT to UINT8 at run time: CAST converts "
+                                     "FLOAT to INT32 and INT64 and the integers to FLOAT only"});
 }
 
 // ArgMax and ArgMin are ARGMAX and ARGMIN with ONNX's defaults (axis 0, keepdims 1) written out;

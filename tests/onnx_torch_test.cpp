@@ -9,9 +9,12 @@
 #include <gtest/gtest.h>
 
 #include "engine/executor.h"
+#include "engine/gradcheck.h"
+#include "engine/optimizer.h"
 #include "serialize/model_file.h"
 #include "serialize/npy.h"
 #include "serialize/onnx/onnx_import.h"
+#include "shell/shell.h"
 
 namespace nnasm {
 namespace {
@@ -49,6 +52,56 @@ TEST_P(OnnxTorchExport, ImportsAndComputesWhatPyTorchDid) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport, ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up"));
+
+// res_up ends in a ConvTranspose (CONV2D_BWD_DATA): its weight and, through its data input, the
+// convolutions before it get gradients that match finite differences, and SGD lowers a loss.
+TEST(OnnxTorchExport, AnImportedTransposedConvolutionFineTunes) {
+  const std::string path = "tests/golden/onnx/res_up";
+  std::string bytes;
+  NpyArray x;
+  Status s = read_file_limited(path + ".onnx", 1 << 20, &bytes);
+  if (s) s = npy_read(path + "_x.npy", &x);
+  ASSERT_TRUE(s.is_ok()) << s.message() << " (run from the repository root)";
+  OnnxImportOptions o;
+  o.shapes["input.1"] = {1, 4, 6, 6};
+  Context ctx;
+  Program p(ctx);
+  ImportReport report;
+  OnnxGraphInfo info;
+  s = onnx_import(bytes, path + ".onnx", o, &p, &report, &info);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  const TensorId in = p.find(info.inputs.at(0).second), out = p.find(info.outputs.at(0).second);
+  const TensorId up = p.find("up.weight");
+  ASSERT_NE(up, NO_TENSOR);
+  TensorId first_conv = NO_TENSOR;  // the weight of the first CONV2D, upstream of the ConvTranspose
+  for (const Instruction& ins : p.code())
+    if (ins.op == Opcode::CONV2D && first_conv == NO_TENSOR) first_conv = ins.in[1];
+  ASSERT_NE(first_conv, NO_TENSOR);
+
+  GradCheckOptions g;
+  g.fill = [&](Executor& ex) { std::copy(x.f32.begin(), x.f32.end(), ex.tensor(p.desc(in).name)->f32()); };
+  Result<GradCheckReport> r = check_gradients(p, out, {up, first_conv}, g);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->ok) << r->worst;
+  EXPECT_GT(r->checked, 0);
+
+  Graph graph(p);
+  graph.output(mse(Var(&graph, out), graph.constant("target", {1, 2}, {0.9, 0.1})), "loss");
+  ASSERT_TRUE(graph.status().is_ok()) << graph.status().message();
+  s = make_trainable(p, p.find("loss"), sgd(2.0));
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  std::copy(x.f32.begin(), x.f32.end(), ctx.at(in).f32());
+  const Tensor& w = ctx.at(up);
+  const std::vector<float> before(w.f32(), w.f32() + w.numel());
+  (*ex)->run();
+  const float first = ctx.at(p.find("loss")).f32()[0];
+  for (int k = 0; k < 20; ++k) (*ex)->train_step();
+  (*ex)->run();
+  EXPECT_LT(ctx.at(p.find("loss")).f32()[0], 0.5f * first);
+  EXPECT_NE(std::vector<float>(w.f32(), w.f32() + w.numel()), before);
+}
 
 }  // namespace
 }  // namespace nnasm

@@ -194,6 +194,39 @@ void cases_clamp(ParityRun& r) {
 void cases_reciprocal(ParityRun& r) { unary_sweep(r, {}, [](double x) { return 1 / x; }); }
 void cases_floor(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::floor(x); }, -8, 8); }
 void cases_ceil(ParityRun& r) { unary_sweep(r, {}, [](double x) { return std::ceil(x); }, -8, 8); }
+// Random values and, on every shape, a quarter of them whole or halves (the ties, to even).
+void cases_round(ParityRun& r) {
+  for (const Shape& s : elementwise_shapes()) {
+    HostTensor x = random_f32(s, r.rng(), -8, 8);
+    for (size_t i = 0; i < x.v.size(); i += 4) x.v[i] = std::round(x.v[i] * 2) / 2;
+    Expected e = expect_like(x, EXACT);
+    for (double v : x.v) e.t.v.push_back(std::nearbyint(v));  // the default mode: ties to even
+    r.check({x}, {}, e);
+  }
+}
+// Every direction on every shape: f32 → i32 over ±3e9 (saturating outside i32's range) and small
+// values; i32 → f32 over i32's range (rounded to the nearest float); the same-dtype copies.
+void cases_cast(ParityRun& r) {
+  auto to_i32 = [](double x) {
+    if (std::isnan(x)) return 0.0;
+    if (x >= 2147483648.0) return 2147483647.0;
+    if (x <= -2147483649.0) return -2147483648.0;
+    return std::trunc(x);
+  };
+  for (const Shape& s : elementwise_shapes()) {
+    HostTensor x = random_f32(s, r.rng(), -3e9, 3e9);
+    for (size_t i = 1; i < x.v.size(); i += 2) x.v[i] = static_cast<float>(x.v[i] * 1e-8);  // within ±30
+    Expected e{HostTensor{TensorType{DType::I32, s}, {}}, {}, EXACT};
+    for (double v : x.v) e.t.v.push_back(to_i32(v));
+    r.check({x}, {imm_enum("to", "i32")}, e);
+    r.check({x}, {imm_enum("to", "f32")}, Expected{x, {}, EXACT});
+    const HostTensor k = random_i32(s, r.rng());
+    Expected f{HostTensor{TensorType{DType::F32, s}, {}}, {}, EXACT};
+    for (double v : k.v) f.t.v.push_back(static_cast<float>(v));
+    r.check({k}, {imm_enum("to", "f32")}, f);
+    r.check({k}, {imm_enum("to", "i32")}, Expected{k, {}, EXACT});
+  }
+}
 void cases_sign(ParityRun& r) { unary_sweep(r, {}, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }); }
 void cases_softplus(ParityRun& r) {
   unary_sweep(r, {}, [](double x) { return std::log1p(std::exp(x)); }, -20, 20);
@@ -1583,6 +1616,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::RECIPROCAL, cases_reciprocal},
       {Opcode::FLOOR, cases_floor},
       {Opcode::CEIL, cases_ceil},
+      {Opcode::ROUND, cases_round},
+      {Opcode::CAST, cases_cast},
       {Opcode::SIGN, cases_sign},
       {Opcode::SOFTPLUS, cases_softplus},
       {Opcode::HARDSIGMOID, cases_hardsigmoid},
@@ -1815,6 +1850,31 @@ TEST(OpSpecialValues, RoundingSignAndReciprocalAtSpecials) {
     EXPECT_FALSE(std::signbit(y.v[4])) << op_info(op).mnemonic;
   }
   EXPECT_TRUE(std::signbit(run_op(Opcode::CEIL, {x}, {}).v[5]));
+}
+
+TEST(OpSpecialValues, RoundHalvesToEven) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -0.0, 0, -0.5, 0.5, 1.5, 2.5, -2.5, -3.5, 0.49999997, 8388609, -0.3});
+  const OpOutput y = run_op(Opcode::ROUND, {x}, {});
+  EXPECT_TRUE(matches(expect_values(x, {NaN, -INF, INF, 0, 0, 0, 0, 2, 2, -2, -4, 0, 8388609, 0}), y));
+  ASSERT_TRUE(y.status) << y.status.message();
+  // The sign stays: round(−0.5) = round(−0.3) = −0, as numpy and vroundps give.
+  for (size_t i : {3u, 5u, 13u}) EXPECT_TRUE(std::signbit(y.v[i])) << i;
+  EXPECT_FALSE(std::signbit(y.v[6]));
+}
+
+TEST(OpSpecialValues, CastSaturatesAndRounds) {
+  const HostTensor x = host_f32({NaN, -INF, INF, -0.0, 2147483648.0, -2147483648.0, 2147483520.0, -2147483904.0, -1.99,
+                                 1.99, 1e-40, -1e30});
+  EXPECT_TRUE(matches(Expected{host(DType::I32, x.type.shape,
+                                    {0, -2147483648.0, 2147483647, 0, 2147483647, -2147483648.0, 2147483520,
+                                     -2147483648.0, -1, 1, 0, -2147483648.0}),
+                               {}, EXACT},
+                      run_op(Opcode::CAST, {x}, {imm_enum("to", "i32")})));
+  const HostTensor k = host(DType::I32, Shape{6}, {16777217, -16777217, 16777219, 2147483647, -2147483648.0, 33554435});
+  EXPECT_TRUE(matches(Expected{host(DType::F32, Shape{6}, {16777216, -16777216, 16777220, 2147483648.0, -2147483648.0,
+                                                           33554436}),
+                               {}, EXACT},
+                      run_op(Opcode::CAST, {k}, {imm_enum("to", "f32")})));
 }
 
 TEST(OpSpecialValues, SoftActivationsAtTheLimits) {
@@ -2161,6 +2221,7 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};
+    case Opcode::CAST: return {{Shape{3, 4}}, {imm_enum("to", "i32")}, {}, true};
     case Opcode::ARGMAX:
     case Opcode::ARGMIN: return {{Shape{3, 4}}, {}, {}, true};
     default: break;

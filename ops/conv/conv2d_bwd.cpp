@@ -9,7 +9,13 @@
 //                               dw's shape.
 // Inputs     dy: f32[N, O, Ho, Wo] as CONV2D of x and w makes it; x, w as CONV2D takes them.
 // Immediates stride, pad, dilation, groups: CONV2D's.
-// Gradient   none (no second derivatives of a convolution are needed for training).
+// Gradient   CONV2D_BWD_DATA (ONNX ConvTranspose runs as one, so an imported model trains through
+//            it): dx = A_wᵀ·dy for CONV2D's linear map A_w, so with G the gradient of dx,
+//            d(dy) = A_w·G = CONV2D(G, w), and since ⟨G, A_wᵀ·dy⟩ = ⟨CONV2D(G, w), dy⟩,
+//            d(w) = CONV2D_BWD_WEIGHT(G, dy, w): the weight gradient of a convolution of G whose
+//            output gradient is dy. Same immediates; none to x (only its shape is read).
+//            CONV2D_BWD_WEIGHT: none (no second derivatives of a convolution are needed for
+//            training, and no import makes one).
 // Kernels    both: per image and group, GEMMs around im2col / col2im (ops/conv/conv_geom.h):
 //            data cols = W_gᵀ·dY then col2im; weight dW_g += dY·colsᵀ. Reference: ops/linalg/gemm.h.
 //            JIT: bound kernels (ops/conv/conv_jit.h) calling the generated GEMM — the weight
@@ -111,6 +117,16 @@ void weight_ref(const KernelArgs* a) {
   }
 }
 
+Status data_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
+                 const std::vector<bool>& need, std::vector<TensorId>* dx) {
+  std::vector<std::pair<const char*, Imm>> imms;
+  for (int k = CONV_STRIDE; k <= CONV_GROUPS; ++k) imms.emplace_back(ins.info().imms[k].key.c_str(), ins.imm[k]);
+  const TensorId d_out = ins.in[0], w = ins.in[1];
+  if (need[0]) (*dx)[0] = b.emit(Opcode::CONV2D, {dy[0], w}, imms);
+  if (need[1]) (*dx)[1] = b.emit(Opcode::CONV2D_BWD_WEIGHT, {dy[0], d_out, w}, imms);
+  return b.status();
+}
+
 Result<std::shared_ptr<const JitKernel>> data_jit(const JitRequest& r, KernelCache& c) {
   return conv_jit(r, c, ConvPass::BACKWARD_DATA, data_geom(r.ins, r.in));
 }
@@ -123,7 +139,7 @@ int data_parts(const JitRequest& r, int threads) {
 
 }  // namespace
 
-OpHooks op_hooks_CONV2D_BWD_DATA() { return {data_shape, data_ref, data_scratch, no_gradient, data_jit, data_parts}; }
+OpHooks op_hooks_CONV2D_BWD_DATA() { return {data_shape, data_ref, data_scratch, data_grad, data_jit, data_parts}; }
 OpHooks op_hooks_CONV2D_BWD_WEIGHT() { return {weight_shape, weight_ref, weight_scratch, no_gradient, weight_jit, nullptr}; }
 
 }  // namespace nnasm

@@ -17,6 +17,8 @@
 //   CLAMP [min, max] x < min ? min : (x > max ? max : x); NaN stays NaN, a NaN bound is no bound,
 //                  min > max gives max (as torch.clamp and ONNX Clip)
 //   RECIPROCAL     1/x (±inf at ±0)      FLOOR, CEIL  ⌊x⌋, ⌈x⌉ (±0, ±inf and NaN unchanged)
+//   ROUND          the nearest whole number, halves to the even one (ONNX Round, numpy.round,
+//                  torch.round: 2.5 → 2, −0.5 → −0); ±0, ±inf and NaN unchanged
 //   SIGN           1 for x > 0, −1 for x < 0, x itself for ±0 and NaN
 //   SOFTPLUS       ln(1 + e^x), as max(x, 0) + log1p(e^−|x|) (no overflow; ONNX Softplus)
 //   HARDSIGMOID [alpha, beta] max(0, min(1, alpha·x + beta)) (ONNX's defaults 0.2, 0.5; PyTorch's
@@ -31,14 +33,15 @@
 //            input stays private to the activation (fusable). STEP: zero (no gradient flows).
 //            ERF: dy·(2/√π)·e^(−x²). CLAMP: dy where min ≤ x ≤ max, 0 elsewhere and for NaN x
 //            (PyTorch's clamp: the bounds themselves pass the gradient), by GREATER_EQUAL,
-//            LESS_EQUAL, MUL and WHERE. RECIPROCAL: −dy·y². FLOOR, CEIL, SIGN: zero (as PyTorch).
+//            LESS_EQUAL, MUL and WHERE. RECIPROCAL: −dy·y². FLOOR, CEIL, ROUND, SIGN: zero (as
+//            PyTorch: piecewise constant).
 //            SOFTPLUS: dy·sigmoid(x). HARDSIGMOID: alpha·dy where 0 < y < 1, else 0. HARDSWISH, as
 //            PyTorch: 0 for x < −3, dy·(x/3 + 1/2) for −3 ≤ x ≤ 3, dy above. SELU: gamma times
 //            ACT_BWD's elu derivative. All from forward ops and ACT_BWD.
 // Kernels    reference loop here. JIT: one register snippet per op for the shared elementwise
 //            generator (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512. SCALE, NEG, SQRT, ABS,
-//            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU, STEP, CLAMP, RECIPROCAL, FLOOR, CEIL, SIGN,
-//            HARDSIGMOID and HARDSWISH are bitwise equal to the reference; EXP, LOG, ELU, SIGMOID,
+//            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU, STEP, CLAMP, RECIPROCAL, FLOOR, CEIL, ROUND,
+//            SIGN, HARDSIGMOID and HARDSWISH are bitwise equal to the reference; EXP, LOG, ELU, SIGMOID,
 //            TANH, GELU, SWISH, ERF, SOFTPLUS and SELU use engine/jit/vmath.h and differ from it by
 //            the bounds documented there.
 //            SOFTPLUS, HARDSIGMOID, HARDSWISH and SELU are plain unary ops, not OPF_ACTIVATION:
@@ -89,6 +92,15 @@ float f_clamp(float x, Params p) {
 float f_reciprocal(float x, Params) { return 1.f / x; }
 float f_floor(float x, Params) { return std::floor(x); }
 float f_ceil(float x, Params) { return std::ceil(x); }
+// Half to even from floor, so the result does not hang on the thread's rounding mode (the JIT's
+// vroundps/vrndscaleps name theirs in the immediate too). x − ⌊x⌋ is exact in float; the sign is
+// x's, so −0.3 gives −0 as vroundps does.
+float f_round(float x, Params) {
+  float r = std::floor(x);
+  const float frac = x - r;  // NaN for ±inf: no compare below holds, r stays x
+  if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.f) != 0)) r += 1;
+  return std::copysign(r, x);
+}
 float f_sign(float x, Params) { return x > 0 ? 1.f : x < 0 ? -1.f : x; }
 float f_softplus(float x, Params) {
   return std::isnan(x) ? x : (x > 0 ? x : 0.f) + std::log1p(std::exp(-std::fabs(x)));
@@ -292,7 +304,8 @@ OpSnippet s_reciprocal(const EwImms&) {
             v.g.vdivps(y, t[0], x[0]);
           }};
 }
-// Rounding toward −inf (1) or +inf (2), the precision exception suppressed (8).
+// Rounding to nearest, ties to even (0), toward −inf (1) or +inf (2), the precision exception
+// suppressed (8).
 OpSnippet rounding(const char* name, uint8_t mode) {
   return {name, "", 0, [mode](VecGen& v, const Xmm& y, const Regs& x, const Regs&) {
             if (v.avx512()) v.g.vrndscaleps(y, x[0], mode | 8);
@@ -301,6 +314,7 @@ OpSnippet rounding(const char* name, uint8_t mode) {
 }
 OpSnippet s_floor(const EwImms&) { return rounding("floor", 1); }
 OpSnippet s_ceil(const EwImms&) { return rounding("ceil", 2); }
+OpSnippet s_round(const EwImms&) { return rounding("round", 0); }
 OpSnippet s_sign(const EwImms&) {
   return {"sign", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
             v.g.vmovaps(t[1], x[0]);
@@ -367,6 +381,7 @@ ELEMENTWISE_OP(unary, 1, CLAMP, f_clamp, g_clamp, s_clamp)
 ELEMENTWISE_OP(unary, 1, RECIPROCAL, f_reciprocal, g_reciprocal, s_reciprocal)
 ELEMENTWISE_OP(unary, 1, FLOOR, f_floor, no_gradient, s_floor)
 ELEMENTWISE_OP(unary, 1, CEIL, f_ceil, no_gradient, s_ceil)
+ELEMENTWISE_OP(unary, 1, ROUND, f_round, no_gradient, s_round)
 ELEMENTWISE_OP(unary, 1, SIGN, f_sign, no_gradient, s_sign)
 ELEMENTWISE_OP(unary, 1, SOFTPLUS, f_softplus, g_softplus, s_softplus)
 ELEMENTWISE_OP(unary, 1, HARDSIGMOID, f_hardsigmoid, g_hardsigmoid, s_hardsigmoid)

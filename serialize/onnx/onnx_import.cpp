@@ -15,6 +15,29 @@ namespace {
 
 constexpr int64_t MIN_OPSET = 7, MAX_OPSET = 17;
 
+// Below MIN_OPSET, the op types whose definition at every opset from `since` on is the one the
+// mappings follow (later versions only added types or took away the legacy consumed_inputs):
+// a model of these alone imports at such an opset too.
+struct OldOp {
+  const char* type;
+  int64_t since;
+};
+constexpr OldOp OLD_OPSET_OPS[] = {{"Elu", 6},     {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1}, {"HardSigmoid", 6},
+                                   {"InstanceNormalization", 6}, {"Not", 1}, {"ReduceLogSum", 1}, {"Selu", 6},
+                                   {"Softplus", 1}, {"Softsign", 1}};
+
+constexpr const char* OLD_OPSET_NOTE =
+    ", and below that models of Elu, HardSigmoid, InstanceNormalization, Selu (since 6), GlobalAveragePool, "
+    "GlobalMaxPool, Not, ReduceLogSum, Softplus and Softsign (since 1) alone";
+
+bool reads_at_old_opset(const OnnxGraph& g, int64_t opset) {
+  return std::all_of(g.nodes.begin(), g.nodes.end(), [&](const OnnxNode& n) {
+    return (n.domain.empty() || n.domain == "ai.onnx") &&
+           std::any_of(std::begin(OLD_OPSET_OPS), std::end(OLD_OPSET_OPS),
+                       [&](const OldOp& o) { return n.op_type == o.type && opset >= o.since; });
+  });
+}
+
 std::string node_label(const OnnxNode& node, size_t index, int64_t opset) {
   const std::string who = node.name.empty() ? fmt::format("node #{}", index) : fmt::format("node '{}'", node.name);
   return fmt::format("{} (op {}, opset {})", who, node.op_type, opset);
@@ -54,9 +77,11 @@ class Importer {
   Status run(const std::string& what) {
     r_.nodes = m_.graph.nodes.size();
     const int64_t opset = m_.default_opset();
-    if (opset < MIN_OPSET || opset > MAX_OPSET) {
+    const bool old_but_read = opset >= 1 && opset < MIN_OPSET && reads_at_old_opset(m_.graph, opset);
+    if ((opset < MIN_OPSET && !old_but_read) || opset > MAX_OPSET) {
       problem(opset < 0 ? "the model does not import the default ONNX domain (ai.onnx)"
-                        : fmt::format("the model's opset is {}; the importer reads opsets {} to {}", opset, MIN_OPSET, MAX_OPSET));
+                        : fmt::format("the model's opset is {}; the importer reads opsets {} to {}{}", opset, MIN_OPSET,
+                                      MAX_OPSET, opset < MIN_OPSET ? OLD_OPSET_NOTE : ""));
       return Status::errorf("{}: error: {}", what, r_.problems.back());
     }
     for (const auto& given : o_.shapes)

@@ -1,4 +1,5 @@
-// ONNX import: an ONNX model (opsets 7 to 17, from torch.onnx.export or any other producer)
+// ONNX import: an ONNX model (opsets 7 to 17, and below 7 one made only of ops defined then as now;
+// from torch.onnx.export or any other producer)
 // becomes a Program — graph inputs as inputs, float initializers as params (trainable),
 // BatchNormalization's running statistics as state, Constant values as consts, every node one or
 // more instructions — that runs, saves as a model file and fine-tunes like any other.

@@ -70,6 +70,7 @@ Status fold_logic(NodeLowering& n);
 Status map_where(NodeLowering& n);
 Status fold_where(NodeLowering& n);
 Status map_is_special(NodeLowering& n);   // IsNaN, IsInf
+Status map_one_hot(NodeLowering& n);
 // onnx_ops_loss.cpp
 Status map_softmax_ce(NodeLowering& n);   // SoftmaxCrossEntropyLoss
 Status map_nll_loss(NodeLowering& n);     // NegativeLogLikelihoodLoss

@@ -70,6 +70,19 @@ Status calc_unary_expr(NodeLowering& n, std::string* expr) {
   return Status::ok();
 }
 
+// sinh x = sign(x)·s(|x|) with no cancellation anywhere. Below 1, from u = expm1(−|x|) (ELU's,
+// accurate near 0): e^|x| = 1/(1 + u), so s = (1/(1 + u) − (1 + u))/2 = −u(2 + u)/(2(1 + u)).
+// From 1 up, e^−|x| is under 0.14 of e^|x|: s = h − 1/(4h) with h = e^|x|/2 = (e^(|x|/2)/2)·e^(|x|/2),
+// which stays finite up to where sinh itself overflows (e^|x| alone would not). A WHERE picks.
+Status sinh(NodeLowering& n, TensorId x, TensorId* y) {
+  const std::string u = "elu(neg(abs(%0)))", e = "exp(scale(abs(%0),alpha=0.5))";
+  TensorId small, large, below_one;
+  NNASM_TRY(calc(n, {x}, fmt::format("mul(sign(%0),div(mul(neg({0}),add({0},2)),scale(add({0},1),alpha=2)))", u), &small));
+  NNASM_TRY(calc(n, {x}, fmt::format("mul(sign(%0),sub(mul(scale({0},alpha=0.5),{0}),div(0.25,mul(scale({0},alpha=0.5),{0}))))", e), &large));
+  NNASM_TRY(calc(n, {x}, "less(abs(%0),1)", &below_one));
+  return n.emit(Opcode::WHERE, {below_one, small, large}, {}, y);
+}
+
 }  // namespace
 
 Status map_unary(NodeLowering& n) {
@@ -85,6 +98,8 @@ Status map_unary(NodeLowering& n) {
     float alpha = 1;
     NNASM_TRY(n.attr("alpha", &alpha));
     NNASM_TRY(n.emit(Opcode::ELU, {x}, {{"alpha", imm_f(alpha)}}, &y));
+  } else if (op == "Sinh") {
+    NNASM_TRY(sinh(n, x, &y));
   } else if (op == "Tan") {
     // sin / cos as instructions: SIN and COS are no CALC building blocks.
     TensorId s, c;
@@ -96,7 +111,7 @@ Status map_unary(NodeLowering& n) {
         {"Relu", Opcode::RELU}, {"Sigmoid", Opcode::SIGMOID}, {"Tanh", Opcode::TANH}, {"Exp", Opcode::EXP},
         {"Log", Opcode::LOG},   {"Sqrt", Opcode::SQRT},       {"Abs", Opcode::ABS},   {"Neg", Opcode::NEG},
         {"Erf", Opcode::ERF},   {"Floor", Opcode::FLOOR},     {"Ceil", Opcode::CEIL}, {"Sign", Opcode::SIGN},
-        {"Sin", Opcode::SIN},   {"Cos", Opcode::COS},
+        {"Sin", Opcode::SIN},   {"Cos", Opcode::COS},         {"Round", Opcode::ROUND},
     };
     const auto* it = std::find_if(std::begin(plain), std::end(plain), [&](const auto& p) { return op == p.first; });
     if (it == std::end(plain)) return Status::error("not supported");
@@ -224,9 +239,13 @@ Status map_pow(NodeLowering& n) {
   else {
     TensorId b;
     NNASM_TRY(n.tensor(1, &b));
-    if (n.tensor_type(x).dtype != DType::F32 || n.tensor_type(b).dtype != DType::F32)
-      return Status::error("only float base and exponent are supported at run time");
+    // Integers (i32) are computed in f32 through CAST: exact while the operands and the power
+    // stay within 2^24; an integer base gives an integer power, truncated back (ONNX's type T).
+    const bool int_base = n.tensor_type(x).dtype == DType::I32;
+    if (int_base) NNASM_TRY(n.emit(Opcode::CAST, {x}, {{"to", imm_i(0)}}, &x));
+    if (n.tensor_type(b).dtype == DType::I32) NNASM_TRY(n.emit(Opcode::CAST, {b}, {{"to", imm_i(0)}}, &b));
     NNASM_TRY(n.emit(Opcode::POW, {x, b}, {}, &y));
+    if (int_base) NNASM_TRY(n.emit(Opcode::CAST, {y}, {{"to", imm_i(1)}}, &y));
     if (shape_dims(n.tensor_type(y).shape) != n.dims(0)) return Status::error("the exponent broadcasts the base to a larger shape");
   }
   n.set(0, y, n.type(0));

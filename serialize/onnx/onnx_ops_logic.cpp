@@ -1,9 +1,13 @@
-// ONNX's BOOL-valued ops. A BOOL tensor is an f32 mask of 0 and 1 (onnx_to_dtype): the
+// ONNX's BOOL-valued ops, and OneHot, a mask made into values. A BOOL tensor is an f32 mask of 0 and 1 (onnx_to_dtype): the
 // comparisons are EQUAL, LESS, ... (which give exactly that), Not is 1 − x, And x·y, Or max(x, y),
 // Xor x ≠ y, Where is WHERE with the mask as its condition, IsNaN and IsInf comparisons in a
 // CALC. Every result is 0 or 1 exactly, so masks compose without rounding. No gradient flows
 // through a mask (a comparison's is zero, as PyTorch's); Where's branches get theirs from WHERE.
-// On values known at import time each op is computed then (integers compared exactly, in int64).
+// On values known at import time each op is computed then (integers compared exactly, in int64);
+// integers compared at run time are CAST to f32 first, exact for magnitudes up to 2^24 (beyond
+// that, neighbouring integers can compare equal).
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "serialize/onnx/onnx_host.h"
@@ -44,15 +48,13 @@ Status expect_bool(NodeLowering& n, int k, const char* what) {
   return Status::ok();
 }
 
-// Both inputs of a binary node as tensors of the program, which must be f32 (FLOAT, or BOOL as
-// 0/1): nnasm's comparisons and arithmetic read f32.
+// Both inputs of a binary logical node as tensors of the program, which must be f32 (BOOL as 0/1).
 Status f32_operands(NodeLowering& n, TensorId* a, TensorId* b) {
   NNASM_TRY(n.tensor(0, a));
   NNASM_TRY(n.tensor(1, b));
   if (n.tensor_type(*a).dtype != DType::F32 || n.tensor_type(*b).dtype != DType::F32)
-    return Status::errorf("{} and {} operands at run time: nnasm compares f32 values only (an integer one held as i32 "
-                          "has no conversion to f32 yet)",
-                          onnx_type_name(n.type(0)), onnx_type_name(n.type(1)));
+    return Status::errorf("{} and {} operands at run time: expected BOOL", onnx_type_name(n.type(0)),
+                          onnx_type_name(n.type(1)));
   return Status::ok();
 }
 
@@ -64,7 +66,11 @@ Status map_compare(NodeLowering& n) {
   const Opcode code = op == "Equal" ? Opcode::EQUAL : op == "Less" ? Opcode::LESS : op == "LessOrEqual" ? Opcode::LESS_EQUAL
                       : op == "Greater" ? Opcode::GREATER : Opcode::GREATER_EQUAL;
   TensorId a, b, y;
-  NNASM_TRY(f32_operands(n, &a, &b));
+  NNASM_TRY(n.tensor(0, &a));
+  NNASM_TRY(n.tensor(1, &b));
+  // nnasm's comparisons read f32: an integer operand (i32) is converted first.
+  for (TensorId* t : {&a, &b})
+    if (n.tensor_type(*t).dtype == DType::I32) NNASM_TRY(n.emit(Opcode::CAST, {*t}, {{"to", imm_i(0)}}, t));
   NNASM_TRY(n.emit(code, {a, b}, {}, &y));
   n.set(0, y, OnnxType::BOOL);
   return Status::ok();
@@ -190,6 +196,61 @@ Status map_is_special(NodeLowering& n) {
   if (expr.empty()) NNASM_TRY(n.emit(Opcode::FILL, {x}, {{"value", imm_f(0)}}, &y));
   else NNASM_TRY(n.emit(Opcode::CALC, {x}, {{"expr", imm_str(expr)}}, &y));
   n.set(0, y, OnnxType::BOOL);
+  return Status::ok();
+}
+
+// OneHot: y = (index = j) ? on : off for j < depth on a new axis `axis`, as EQUAL of the indices
+// (truncated to integers as ONNX says, a negative one counting from depth) against a constant
+// range 0 … depth − 1, then WHERE between the two values. depth must be known at import time;
+// indices and values need not be. Indices are compared as f32: exact up to 2^24.
+Status map_one_hot(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(3, 3));
+  int64_t axis = -1;
+  NNASM_TRY(n.attr("axis", &axis));
+  const HostTensor* d;
+  NNASM_TRY(n.host(1, "depth", &d));
+  if (d->numel() != 1) return Status::error("depth must have one element");
+  const double depth_value = std::trunc(d->as_double(0));
+  if (!(depth_value >= 1 && depth_value <= 16777216)) return Status::errorf("depth {} is not in [1, 2^24]", d->as_double(0));
+  const int64_t depth = static_cast<int64_t>(depth_value);
+  if (n.dims(2).size() != 1 || n.dims(2)[0] != 2) return Status::error("values must hold two elements, off and on");
+  std::vector<int64_t> dims = n.dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size()) + 1;
+  if (axis < -rank || axis >= rank) return Status::errorf("axis {} is out of range for rank {}", axis, rank);
+  if (axis < 0) axis += rank;
+
+  TensorId idx, range, mask, on, off, y;
+  NNASM_TRY(n.tensor(0, &idx));
+  if (n.tensor_type(idx).dtype == DType::F32) NNASM_TRY(n.emit(Opcode::CAST, {idx}, {{"to", imm_i(1)}}, &idx));
+  NNASM_TRY(n.emit(Opcode::CAST, {idx}, {{"to", imm_i(0)}}, &idx));
+  NNASM_TRY(n.emit(Opcode::CALC, {idx}, {{"expr", imm_str(fmt::format("add(%0,scale(less(%0,0),alpha={}))", depth))}}, &idx));
+  dims.insert(dims.begin() + axis, 1);
+  NNASM_TRY(n.reshape(idx, dims, &idx));
+  HostTensor r;  // [depth, 1, ..., 1]: one 1 per axis after `axis`
+  r.dims.assign(static_cast<size_t>(rank - axis), 1);
+  r.dims[0] = depth;
+  for (int64_t j = 0; j < depth; ++j) r.f.push_back(static_cast<float>(j));
+  NNASM_TRY(n.constant(r, &range));
+  NNASM_TRY(n.emit(Opcode::EQUAL, {idx, range}, {}, &mask));
+
+  if (n.is_host(2) && !n.value(2).weight) {
+    const HostTensor* v;
+    NNASM_TRY(n.host(2, "values", &v));
+    if (v->is_float()) {
+      NNASM_TRY(n.scalar(v->f[0], &off));
+      NNASM_TRY(n.scalar(v->f[1], &on));
+    } else {
+      NNASM_TRY(n.constant(host_int_scalar(v->i[0]), &off));
+      NNASM_TRY(n.constant(host_int_scalar(v->i[1]), &on));
+    }
+  } else {
+    TensorId values;
+    NNASM_TRY(n.tensor(2, &values));
+    NNASM_TRY(n.emit(Opcode::SLICE, {values}, {{"axis", imm_i(0)}, {"start", imm_i(0)}, {"end", imm_i(1)}}, &off));
+    NNASM_TRY(n.emit(Opcode::SLICE, {values}, {{"axis", imm_i(0)}, {"start", imm_i(1)}, {"end", imm_i(2)}}, &on));
+  }
+  NNASM_TRY(n.emit(Opcode::WHERE, {mask, on, off}, {}, &y));
+  n.set(0, y, n.type(2));
   return Status::ok();
 }
 
