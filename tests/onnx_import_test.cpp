@@ -627,7 +627,7 @@ TEST(OnnxImport, TheOpTableIsSortedAndLookupsFindEveryEntry) {
   const std::vector<std::string> ops = onnx_supported_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
   EXPECT_EQ(std::adjacent_find(ops.begin(), ops.end()), ops.end());
-  for (const std::string& op : {"Conv", "Gemm", "Relu", "Reshape", "Shape"})
+  for (const char* op : {"Conv", "Gemm", "Relu", "Reshape", "Shape"})
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
 }
 
