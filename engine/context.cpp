@@ -29,6 +29,10 @@ Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
     if ((env[0] == '0' || env[0] == '1') && env[1] == 0) opt_level_ = env[0] - '0';
     else log(std::string("NNASM_OPT=") + env + " is not 0 or 1; ignored");
   }
+  if (const char* env = std::getenv("NNASM_FLUSH_DENORMALS"); env && *env) {
+    if ((env[0] == '0' || env[0] == '1') && env[1] == 0) flush_denormals_ = env[0] == '1';
+    else log(std::string("NNASM_FLUSH_DENORMALS=") + env + " is not 0 or 1; ignored");
+  }
 }
 
 void Context::set_threads(int n) {

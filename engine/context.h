@@ -54,6 +54,11 @@ class Context {
   const std::vector<std::string>& passes() const { return passes_; }
   void set_passes(std::vector<std::string> names) { passes_ = std::move(names); }
 
+  // Whether executors prepared from now on flush denormal floats to zero while they run
+  // (engine/denormals.h): true by default, NNASM_FLUSH_DENORMALS=0 at construction turns it off.
+  bool flush_denormals() const { return flush_denormals_; }
+  void set_flush_denormals(bool on) { flush_denormals_ = on; }
+
   // Threads for the parallel steps of executors prepared from now on: NNASM_THREADS at
   // construction (default: std::thread::hardware_concurrency()); 1 runs everything on the
   // caller's thread. set_threads drops the current pool (executors prepared with it keep it
@@ -89,6 +94,7 @@ class Context {
   KernelCache kernels_;
   int threads_ = 1;
   int opt_level_ = 1;
+  bool flush_denormals_ = true;
   std::vector<std::string> passes_;
   std::shared_ptr<ThreadPool> pool_;
   std::function<void(const std::string&)> log_;

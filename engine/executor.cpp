@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/denormals.h"
 #include "engine/init.h"
 #include "engine/jit/stream.h"
 #include "engine/passes/pass.h"
@@ -22,6 +23,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     ex->program_ = ex->optimized_.get();
   }
   const Program& p = *ex->program_;
+  ex->flush_denormals_ = ctx.flush_denormals();
   if (ctx.opt_level() > 0) NNASM_TRY(ex->plan_arena());
   char* const arena = static_cast<char*>(ex->arena_.data());
   for (TensorId id : p.tensors()) {
@@ -66,6 +68,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     }
     s.kernel = "ref";
     s.n_parts = 1;
+    s.flush_denormals = ctx.flush_denormals();
     ex->choose_kernel(&s, ins);
     ex->steps_.push_back(s);
   }
@@ -156,6 +159,7 @@ void Executor::run_step(const Step& s) {
 }
 
 void Executor::run(Section sec) {
+  const DenormalScope denormals(flush_denormals_);
   const int k = static_cast<int>(sec);
   if (sec == Section::FORWARD) {
     state_.run_index = forward_runs_++;
@@ -170,6 +174,7 @@ void Executor::run(Section sec) {
 }
 
 void Executor::run_timed(Section sec, double* seconds) {
+  const DenormalScope denormals(flush_denormals_);
   if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
   const auto [b, e] = sections_[static_cast<int>(sec)];
   for (size_t i = b; i < e; ++i) {
@@ -194,6 +199,7 @@ Tensor* Executor::tensor(const std::string& name) const {
 
 void Executor::run_part(void* step, int task) {
   const Step& s = *static_cast<const Step*>(step);
+  const DenormalScope denormals(s.flush_denormals);  // a worker's mode is its own
   const Part* p = s.parts + task * s.chain;
   for (int c = 0; c < s.chain; ++c) p[c].fn(&p[c].args);
 }
@@ -414,10 +420,12 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   in->pool_ = pool_;
   std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
   in->state_ = state_;
+  in->flush_denormals_ = flush_denormals_;
   return in;
 }
 
 bool Executor::run_steps(size_t max_steps) {
+  const DenormalScope denormals(flush_denormals_);
   const auto [b, e] = sections_[static_cast<int>(Section::FORWARD)];
   if (next_step_ == 0) state_.run_index = forward_runs_++;
   size_t i = b + next_step_;

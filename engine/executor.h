@@ -120,6 +120,7 @@ class Executor {
     // Kernels per part: task t runs parts[t·chain … t·chain + chain − 1] in order, the first
     // this step's part t, the others those of the steps joined to it (join_parallel_steps).
     int chain = 1;
+    bool flush_denormals = true;  // the context's setting, for the parts on other threads
   };
   explicit Executor(const Program& p) : program_(&p) {}
   // plan_ for program(), verified, and arena_ to hold it.
@@ -141,6 +142,7 @@ class Executor {
 
   const Program* program_;
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
+  bool flush_denormals_ = true;         // the context's setting at prepare
   RunState state_;
   uint64_t forward_runs_ = 0;  // the index the next forward run gets
   std::vector<Step> steps_;

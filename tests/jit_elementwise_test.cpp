@@ -481,6 +481,7 @@ InPlaceRun in_place_program(const Case& c, const Shape& shape, size_t k, Isa isa
   Built& b = *r.b;
   b.ctx.set_jit(JitConfig{isa != Isa::REF, isa == Isa::REF ? Isa::AVX512 : isa});
   b.ctx.set_opt_level(opt);
+  b.ctx.set_flush_denormals(false);  // the sweep holds denormals (engine/denormals.h)
   b.ctx.set_threads(2);  // big sizes run as parts, each in place over its own slice
   b.ctx.set_log([err](const std::string& m) { *err += m + "\n"; });
   const int n_in = c.n_in ? c.n_in : op_info(c.op).n_in;
