@@ -17,19 +17,13 @@
 #include "serialize/model_file.h"
 #include "serialize/onnx/onnx_import.h"
 #include "shell/shell.h"
+#include "tests/onnx/imported.h"
 #include "tests/onnx/model_builder.h"
 
 namespace nnasm {
 namespace {
 
 using F = std::vector<float>;
-
-struct Imported {
-  Context ctx;
-  Program p{ctx};
-  ImportReport report;
-  Status status;
-};
 
 std::unique_ptr<Imported> import(const std::string& bytes, const OnnxImportOptions& o = {}) {
   auto r = std::make_unique<Imported>();

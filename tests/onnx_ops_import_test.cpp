@@ -11,6 +11,7 @@
 
 #include "engine/executor.h"
 #include "serialize/onnx/onnx_import.h"
+#include "tests/onnx/imported.h"
 #include "tests/onnx/model_builder.h"
 
 namespace nnasm {
@@ -18,13 +19,6 @@ namespace {
 
 using B = OnnxModelBuilder;
 using F = std::vector<float>;
-
-struct Imported {
-  Context ctx;
-  Program p{ctx};
-  ImportReport report;
-  Status status;
-};
 
 // Imports `m` and runs it on `inputs` (f32, by name); false, with a failed expectation, when
 // either step fails.

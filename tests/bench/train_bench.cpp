@@ -14,46 +14,35 @@
 namespace nnasm {
 namespace {
 
-void BM_train_step_mlp_b64(benchmark::State& st) {
+// Times training steps of the MLP, after `untimed` steps, with denormals flushed or kept.
+void run_mlp_steps(benchmark::State& st, int untimed, bool flush_denormals) {
   Context ctx;
+  ctx.set_flush_denormals(flush_denormals);
   Program p(ctx);
   Graph g(p);
   Var x = g.input("x", {64, 784});
   Var labels = g.input("labels", {64}, DType::I32);
   Var h = relu(linear(relu(linear(x, 256)), 128));
   g.output(softmax_ce(linear(h, 10), labels), "loss");
-  if (!make_trainable(p, p.find("loss"), sgd(0.01, 0.9))) st.SkipWithError("make_trainable failed");
+  if (!make_trainable(p, p.find("loss"), sgd(0.01, 0.9))) return st.SkipWithError("make_trainable failed");
   auto ex = Executor::prepare(p);
+  if (!ex) return st.SkipWithError("prepare failed");
   float* xs = ex.value()->tensor("x")->f32();
   for (int i = 0; i < 64 * 784; ++i) xs[i] = static_cast<float>(i % 255) / 255.f;
   for (int i = 0; i < 64; ++i) ex.value()->tensor("labels")->i32()[i] = i % 10;
+  for (int i = 0; i < untimed; ++i) ex.value()->train_step();
   for (auto _ : st) ex.value()->train_step();
   st.SetItemsProcessed(st.iterations() * 64);
 }
+
+void BM_train_step_mlp_b64(benchmark::State& st) { run_mlp_steps(st, 0, true); }
 BENCHMARK(BM_train_step_mlp_b64)->Unit(benchmark::kMicrosecond);
 
 // The same step once the model has fit its batch (1,000 steps first, untimed): the gradients are
 // tiny by then, and many products underflow into denormals, which Intel cores compute through a
 // microcode assist. range(0): 1 flushes them while running (the default), 0 keeps them
 // (Context::set_flush_denormals).
-void BM_train_step_mlp_b64_late(benchmark::State& st) {
-  Context ctx;
-  ctx.set_flush_denormals(st.range(0) != 0);
-  Program p(ctx);
-  Graph g(p);
-  Var x = g.input("x", {64, 784});
-  Var labels = g.input("labels", {64}, DType::I32);
-  Var h = relu(linear(relu(linear(x, 256)), 128));
-  g.output(softmax_ce(linear(h, 10), labels), "loss");
-  if (!make_trainable(p, p.find("loss"), sgd(0.01, 0.9))) st.SkipWithError("make_trainable failed");
-  auto ex = Executor::prepare(p);
-  float* xs = ex.value()->tensor("x")->f32();
-  for (int i = 0; i < 64 * 784; ++i) xs[i] = static_cast<float>(i % 255) / 255.f;
-  for (int i = 0; i < 64; ++i) ex.value()->tensor("labels")->i32()[i] = i % 10;
-  for (int i = 0; i < 1000; ++i) ex.value()->train_step();
-  for (auto _ : st) ex.value()->train_step();
-  st.SetItemsProcessed(st.iterations() * 64);
-}
+void BM_train_step_mlp_b64_late(benchmark::State& st) { run_mlp_steps(st, 1000, st.range(0) != 0); }
 BENCHMARK(BM_train_step_mlp_b64_late)->ArgName("flush")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // The same step by hand: what a user would write with Eigen instead of nnasm.
