@@ -3,6 +3,7 @@
 // label, GatherElements, Trilu, Hardmax, Shrink, Tan, Cosh, EyeLike, ReduceProd, Dropout's mask),
 // each on a small model built in code and checked against a plain loop written here.
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -167,6 +168,59 @@ TEST(OnnxOpsImport, HardmaxShrinkTanCoshEyeLikeReduceProdMatchLoops) {
   EXPECT_EQ(values(r, "eye"), eye);
   expect_near(values(r, "prod"), prod);
   EXPECT_EQ(values(r, "mask"), F(8, 1));
+}
+
+// Resize linear (half_pixel, PyTorch's bilinear without align_corners) and cubic (align_corners)
+// on an NCHW image, up in H and down in W, against loops written from the formulas: the source
+// coordinate, the taps around it clamped to the edge, their weights.
+TEST(OnnxOpsImport, ResizeLinearAndCubicAsTheFormulasSay) {
+  constexpr int H = 5, W = 7, OH = 8, OW = 3;
+  const F x = ramp(2 * H * W);
+  B m(13);
+  m.input("x", {1, 2, H, W}).initializer_i64("sizes", {4}, {1, 2, OH, OW});
+  m.output("lin").output("cub");
+  onnx::NodeProto& lin = m.node("Resize", {"x", "", "", "sizes"}, {"lin"});
+  B::attr(lin, "mode", std::string("linear"));
+  onnx::NodeProto& cub = m.node("Resize", {"x", "", "", "sizes"}, {"cub"});
+  B::attr(cub, "mode", std::string("cubic"));
+  B::attr(cub, "coordinate_transformation_mode", std::string("align_corners"));
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", x}}, &r));
+
+  // Weights of the input elements along an axis of `in` for output `y` of `out`.
+  auto linear = [](int y, int in, int out) {
+    std::vector<double> w(in, 0.0);
+    const double s = static_cast<double>(out) / in, src = (y + 0.5) / s - 0.5, f = std::floor(src);
+    auto clamp = [&](double i) { return static_cast<int>(std::min(std::max(i, 0.0), in - 1.0)); };
+    w[clamp(f)] += 1 - (src - f);
+    w[clamp(f + 1)] += src - f;
+    return w;
+  };
+  auto cubic = [](int y, int in, int out) {
+    std::vector<double> w(in, 0.0);
+    const double src = out == 1 ? 0 : y * (in - 1.0) / (out - 1.0), f = std::floor(src), t = src - f, A = -0.75;
+    auto k = [&](double d) {  // Keys' cubic convolution kernel
+      d = std::fabs(d);
+      return d <= 1 ? ((A + 2) * d - (A + 3)) * d * d + 1 : d < 2 ? ((A * d - 5 * A) * d + 8 * A) * d - 4 * A : 0;
+    };
+    for (int j = -1; j <= 2; ++j) w[static_cast<int>(std::min(std::max(f + j, 0.0), in - 1.0))] += k(j - t);
+    return w;
+  };
+  for (const auto& [name, f] : {std::pair<const char*, std::function<std::vector<double>(int, int, int)>>{"lin", linear},
+                                {"cub", cubic}}) {
+    F want;
+    for (int c = 0; c < 2; ++c)
+      for (int oy = 0; oy < OH; ++oy)
+        for (int ox = 0; ox < OW; ++ox) {
+          const std::vector<double> wy = f(oy, H, OH), wx = f(ox, W, OW);
+          double v = 0;
+          for (int iy = 0; iy < H; ++iy)
+            for (int ix = 0; ix < W; ++ix) v += wy[iy] * wx[ix] * x[(c * H + iy) * W + ix];
+          want.push_back(static_cast<float>(v));
+        }
+    SCOPED_TRACE(name);
+    expect_near(values(r, name), want, 1e-5f);
+  }
 }
 
 }  // namespace
