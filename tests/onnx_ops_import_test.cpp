@@ -223,5 +223,33 @@ TEST(OnnxOpsImport, ResizeLinearAndCubicAsTheFormulasSay) {
   }
 }
 
+// GatherND (batch_dims 1, tuples of one index selecting rows, negative indices) and Compress (with
+// an axis, and flat without one), indices and condition known at import time, against loops.
+TEST(OnnxOpsImport, GatherNdAndCompressWithKnownIndices) {
+  constexpr int A = 2, R = 3, C = 4;
+  const F x = ramp(A * R * C);
+  B m(13);
+  m.input("x", {A, R, C}).initializer_i64("idx", {A, 2, 1}, {2, -3, 0, 1});
+  m.initializer_bool("keep", {3}, {true, false, true}).initializer_bool("flat", {5}, {false, true, true, false, true});
+  m.output("nd").output("rows").output("all");
+  B::attr(m.node("GatherND", {"x", "idx"}, {"nd"}), "batch_dims", int64_t(1));
+  B::attr(m.node("Compress", {"x", "keep"}, {"rows"}), "axis", int64_t(-2));
+  m.node("Compress", {"x", "flat"}, {"all"});
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", x}}, &r));
+  const int idx[A][2] = {{2, 0}, {0, 1}};  // -3 is row 0
+  F nd, rows, all;
+  for (int a = 0; a < A; ++a)
+    for (int t = 0; t < 2; ++t)
+      for (int c = 0; c < C; ++c) nd.push_back(x[(a * R + idx[a][t]) * C + c]);
+  for (int a = 0; a < A; ++a)
+    for (int row : {0, 2})
+      for (int c = 0; c < C; ++c) rows.push_back(x[(a * R + row) * C + c]);
+  for (int k : {1, 2, 4}) all.push_back(x[k]);
+  expect_near(values(r, "nd"), nd, 0);
+  expect_near(values(r, "rows"), rows, 0);
+  expect_near(values(r, "all"), all, 0);
+}
+
 }  // namespace
 }  // namespace nnasm

@@ -101,6 +101,8 @@ Status fold_slice(NodeLowering& n);
 Status map_split(NodeLowering& n);
 Status map_gather(NodeLowering& n);       // slices for indices known at import time, else one GATHER
 Status map_gather_elements(NodeLowering& n);  // indices known at import time
+Status map_gather_nd(NodeLowering& n);        // indices known at import time
+Status map_compress(NodeLowering& n);         // condition known at import time
 Status map_trilu(NodeLowering& n);
 Status map_pad(NodeLowering& n);
 Status map_expand(NodeLowering& n);

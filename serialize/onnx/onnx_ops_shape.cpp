@@ -1,5 +1,6 @@
 // ONNX's shape and data-movement ops onto RESHAPE, TRANSPOSE, CONCAT, SLICE, PAD and EXPAND (and
-// the folds of those that shape computations use); Gather and GatherElements onto GATHER, Trilu
+// the folds of those that shape computations use); Gather, GatherElements, GatherND and Compress
+// onto GATHER (the last three with indices or a condition known at import time), Trilu
 // onto WHERE with a constant triangular mask. Shapes, axes, pads and starts must be known at
 // import time; a result equal to its input passes the input's tensor through.
 #include <algorithm>
@@ -10,6 +11,23 @@
 namespace nnasm {
 
 namespace {
+
+// Output 0 of `n` as the elements of input 0 (dims `d`) at the positions `flat` of its flattened
+// data, laid out as `out`: one GATHER with known indices.
+Status gather_flat(NodeLowering& n, const std::vector<int64_t>& d, std::vector<int64_t> flat,
+                   const std::vector<int64_t>& out) {
+  HostTensor flat_idx = host_ints(std::move(flat));
+  flat_idx.dims = out;
+  int64_t numel = 1;
+  for (int64_t v : d) numel *= v;
+  TensorId x, i, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.reshape(x, {numel}, &x));
+  NNASM_TRY(n.constant(flat_idx, &i));
+  NNASM_TRY(n.emit(Opcode::GATHER, {x, i}, {{"axis", imm_i(0)}}, &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
 
 // The output dims of Reshape, Flatten, Squeeze and Unsqueeze.
 Status reshape_family_target(NodeLowering& n, std::vector<int64_t>* out) {
@@ -333,17 +351,77 @@ Status map_gather_elements(NodeLowering& n) {
     flat.push_back(f);
     for (int k = r - 1; k >= 0 && ++pos[k] == idx->dims[k]; --k) pos[k] = 0;
   }
-  HostTensor flat_idx = host_ints(std::move(flat));
-  flat_idx.dims = idx->dims;
+  return gather_flat(n, d, std::move(flat), idx->dims);
+}
+
+Status map_gather_nd(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  int64_t batch_dims = 0;
+  NNASM_TRY(n.attr("batch_dims", &batch_dims));
+  const std::vector<int64_t> d = n.dims(0);
+  const HostTensor* idx;
+  NNASM_TRY(n.host(1, "indices", &idx));
+  if (!onnx_type_is_integer(idx->type)) return Status::errorf("indices are {}, expected integers", onnx_type_name(idx->type));
+  const int64_t r = static_cast<int64_t>(d.size()), q = static_cast<int64_t>(idx->dims.size());
+  if (q < 1 || batch_dims < 0 || batch_dims >= std::min(r, q)) return Status::errorf("batch_dims {} with data rank {} and indices rank {}", batch_dims, r, q);
+  const int64_t m = idx->dims.back();
+  if (m < 1 || batch_dims + m > r) return Status::errorf("index tuples of {} do not fit data rank {} after {} batch dimensions", m, r, batch_dims);
+  for (int64_t k = 0; k < batch_dims; ++k)
+    if (idx->dims[k] != d[k]) return Status::errorf("batch dimension {} is {} in the indices and {} in the data", k, idx->dims[k], d[k]);
+  // Each tuple selects a slice of the trailing dimensions; tuples are laid out batch by batch.
+  std::vector<int64_t> strides(static_cast<size_t>(r), 1);
+  for (int64_t k = r - 2; k >= 0; --k) strides[k] = strides[k + 1] * d[k + 1];
+  int64_t slice = 1, batch = 1;
+  for (int64_t k = batch_dims + m; k < r; ++k) slice *= d[k];
+  for (int64_t k = 0; k < batch_dims; ++k) batch *= d[k];
+  const int64_t tuples = static_cast<int64_t>(idx->i.size()) / m, per_batch = tuples / batch;
+  std::vector<int64_t> out(idx->dims.begin(), idx->dims.end() - 1), flat;
+  for (int64_t k = batch_dims + m; k < r; ++k) out.push_back(d[k]);
+  NNASM_TRY(check_fold_size(out));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = (t / per_batch) * (batch_dims ? strides[batch_dims - 1] : 0);
+    for (int64_t k = 0; k < m; ++k) {
+      int64_t j = idx->i[static_cast<size_t>(t * m + k)];
+      const int64_t dim = d[batch_dims + k];
+      if (j < -dim || j >= dim) return Status::errorf("index {} is out of range for a dimension of {}", j, dim);
+      base += (j < 0 ? j + dim : j) * strides[batch_dims + k];
+    }
+    for (int64_t e = 0; e < slice; ++e) flat.push_back(base + e);
+  }
+  return gather_flat(n, d, std::move(flat), out);
+}
+
+Status map_compress(NodeLowering& n) {
+  NNASM_TRY(n.expect_inputs(2, 2));
+  std::vector<int64_t> d = n.dims(0);
+  const bool has_axis = n.has_attr("axis");
+  int64_t axis = 0;
+  NNASM_TRY(n.attr("axis", &axis));
+  const HostTensor* cond;
+  NNASM_TRY(n.host(1, "condition", &cond));
+  if (cond->dims.size() != 1 || !onnx_type_is_integer(cond->type)) return Status::error("the condition is not a 1-D BOOL tensor");
   int64_t numel = 1;
   for (int64_t v : d) numel *= v;
-  TensorId x, i, y;
-  NNASM_TRY(n.tensor(0, &x));
-  NNASM_TRY(n.reshape(x, {numel}, &x));
-  NNASM_TRY(n.constant(flat_idx, &i));
-  NNASM_TRY(n.emit(Opcode::GATHER, {x, i}, {{"axis", imm_i(0)}}, &y));
-  n.set(0, y, n.type(0));
-  return Status::ok();
+  // Without an axis the input is taken flat. The positions along the axis the condition keeps.
+  const std::vector<int64_t> view = has_axis ? d : std::vector<int64_t>{numel};
+  int a = 0;
+  if (has_axis) NNASM_TRY(normalize_axis(axis, static_cast<int>(d.size()), &a));
+  if (cond->numel() > view[a]) return Status::errorf("the condition has {} entries for an axis of {}", cond->numel(), view[a]);
+  std::vector<int64_t> kept;
+  for (int64_t k = 0; k < cond->numel(); ++k)
+    if (cond->i[static_cast<size_t>(k)]) kept.push_back(k);
+  if (kept.empty()) return Status::error("the condition keeps nothing, and nnasm tensors cannot be empty");
+  std::vector<int64_t> out = view;
+  out[a] = static_cast<int64_t>(kept.size());
+  NNASM_TRY(check_fold_size(out));
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < a; ++k) outer *= view[k];
+  for (size_t k = a + 1; k < view.size(); ++k) inner *= view[k];
+  std::vector<int64_t> flat;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k : kept)
+      for (int64_t e = 0; e < inner; ++e) flat.push_back((o * view[a] + k) * inner + e);
+  return gather_flat(n, d, std::move(flat), out);
 }
 
 Status map_trilu(NodeLowering& n) {
