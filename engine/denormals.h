@@ -2,7 +2,7 @@
 // for the length of a scope, the caller's mode restored at its end, so a host's own float code
 // never sees ours. Why: on Intel cores an operation on a denormal takes a microcode assist of a
 // hundred cycles or more, and a training run whose loss gets small fills its gradients with them
-// (the README's MLP step, once fit to its batch, takes 1.62 ms on a Xeon with them kept and 0.50
+// (the README's MLP step, once fit to its batch, takes 1.67 ms on a Xeon with them kept and 0.50
 // flushed: BM_train_step_mlp_b64_late). TensorFlow's CPU kernels and XNNPACK's threads flush too; a denormal is below
 // 1.2e-38, so flushing changes no result a network depends on. Context::set_flush_denormals(false)
 // (or NNASM_FLUSH_DENORMALS=0) keeps them. A no-op off x86.

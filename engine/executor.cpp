@@ -23,7 +23,6 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     ex->program_ = ex->optimized_.get();
   }
   const Program& p = *ex->program_;
-  ex->flush_denormals_ = ctx.flush_denormals();
   if (ctx.opt_level() > 0) NNASM_TRY(ex->plan_arena());
   char* const arena = static_cast<char*>(ex->arena_.data());
   for (TensorId id : p.tensors()) {
@@ -68,7 +67,6 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     }
     s.kernel = "ref";
     s.n_parts = 1;
-    s.flush_denormals = ctx.flush_denormals();
     ex->choose_kernel(&s, ins);
     ex->steps_.push_back(s);
   }
@@ -77,6 +75,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   ex->join_parallel_steps();
   ex->state_.training = p.training();
   ex->state_.seed = ctx.seed();
+  ex->state_.flush_denormals = ctx.flush_denormals();
 
   size_t scratch = 0;
   int max_parts = 1;
@@ -159,7 +158,7 @@ void Executor::run_step(const Step& s) {
 }
 
 void Executor::run(Section sec) {
-  const DenormalScope denormals(flush_denormals_);
+  const DenormalScope denormals(state_.flush_denormals);
   const int k = static_cast<int>(sec);
   if (sec == Section::FORWARD) {
     state_.run_index = forward_runs_++;
@@ -174,7 +173,7 @@ void Executor::run(Section sec) {
 }
 
 void Executor::run_timed(Section sec, double* seconds) {
-  const DenormalScope denormals(flush_denormals_);
+  const DenormalScope denormals(state_.flush_denormals);
   if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
   const auto [b, e] = sections_[static_cast<int>(sec)];
   for (size_t i = b; i < e; ++i) {
@@ -199,7 +198,7 @@ Tensor* Executor::tensor(const std::string& name) const {
 
 void Executor::run_part(void* step, int task) {
   const Step& s = *static_cast<const Step*>(step);
-  const DenormalScope denormals(s.flush_denormals);  // a worker's mode is its own
+  const DenormalScope denormals(s.args.state->flush_denormals);  // a worker's mode is its own
   const Part* p = s.parts + task * s.chain;
   for (int c = 0; c < s.chain; ++c) p[c].fn(&p[c].args);
 }
@@ -235,32 +234,48 @@ bool Executor::join(Step* a, Step* b) {
       if (w < r + storage_bytes(a->args.in_type[k]) && r < w + wn) return false;
     }
   }
-  Context& ctx = program_->context();
-  const Isa isa = ctx.jit().isa();
+  const Isa isa = program_->context().jit().isa();
   const int n = a->n_parts;
-  std::vector<std::shared_ptr<const JitKernel>> made;
   for (int t = 0; t < n; ++t) {
-    const JitRequest ra{ia, a->args.in_type, a->args.out_type, isa, t, n};
-    JitRequest rb{ib, b->args.in_type, b->args.out_type, isa, t, n};
+    JitRequest ra{ia, a->args.in_type, a->args.out_type, isa, t, n}, rb{ib, b->args.in_type, b->args.out_type, isa, t, n};
     rb.split_reduction = true;
     int64_t w0, w1, r0, r1;
     if (!ha.span(ra, true, 0, &w0, &w1) || !hb.span(rb, false, j, &r0, &r1)) return false;
     if (r0 < r1 && (r0 < w0 || r1 > w1)) return false;
-    Result<std::shared_ptr<const JitKernel>> k = hb.jit(rb, ctx.kernels());
-    if (!k || !k.value()) return false;
-    made.push_back(k.value());
   }
+  std::vector<Part> bp;
+  std::vector<std::shared_ptr<const JitKernel>> kernels;
+  if (!make_parts(ib, *b, n, true, &bp, &kernels)) return false;
   std::vector<Part> joined;
   for (int t = 0; t < n; ++t) {
     joined.push_back(parts_[a->first_part + t]);
-    joined.push_back(Part{made[t]->fn(), b->args});
+    joined.push_back(bp[t]);
   }
   a->first_part = parts_.size();
   a->chain = 2;
   parts_.insert(parts_.end(), joined.begin(), joined.end());
   b->n_parts = 0;
-  b->kernel = made[0]->name().c_str();
-  jit_.insert(jit_.end(), made.begin(), made.end());
+  b->kernel = kernels[0]->name().c_str();
+  jit_.insert(jit_.end(), kernels.begin(), kernels.end());
+  return true;
+}
+
+bool Executor::make_parts(const Instruction& ins, const Step& s, int n, bool along_k, std::vector<Part>* parts,
+                          std::vector<std::shared_ptr<const JitKernel>>* kernels) {
+  Context& ctx = program_->context();
+  for (int p = 0; p < n; ++p) {
+    JitRequest r{ins, s.args.in_type, s.args.out_type, ctx.jit().isa(), p, n};
+    r.split_reduction = along_k;
+    Result<std::shared_ptr<const JitKernel>> k = op_hooks(ins.op).jit(r, ctx.kernels());
+    if (!k || !k.value()) {
+      if (!along_k)
+        ctx.log(fmt::format("{} -> {}: part {} of {} not generated, running one part: {}", ins.info().mnemonic,
+                            program_->desc(ins.out[0]).name, p, n, k ? "no kernel" : k.status().message()));
+      return false;
+    }
+    parts->push_back(Part{k.value()->fn(), s.args});
+    kernels->push_back(k.value());
+  }
   return true;
 }
 
@@ -295,27 +310,11 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   for (TensorId id : ins.in) reads_trained_param |= ub < ue && program_->desc(id).role == Role::PARAM;
   std::vector<Part> made;
   std::vector<std::shared_ptr<const JitKernel>> kernels;
-  for (bool along_k : {true, false}) {
-    if (along_k && !reads_trained_param) continue;
+  if (!reads_trained_param || !make_parts(ins, *s, n, true, &made, &kernels)) {
     made.clear();
     kernels.clear();
-    for (int p = 0; p < n; ++p) {
-      JitRequest r{ins, s->args.in_type, s->args.out_type, isa, p, n};
-      r.split_reduction = along_k;
-      Result<std::shared_ptr<const JitKernel>> kp = jit(r, ctx.kernels());
-      if (kp && kp.value()) {
-        made.push_back(Part{kp.value()->fn(), s->args});
-        kernels.push_back(kp.value());
-        continue;
-      }
-      if (!along_k)
-        ctx.log(fmt::format("{} -> {}: part {} of {} not generated, running one part: {}", ins.info().mnemonic,
-                            program_->desc(ins.out[0]).name, p, n, kp ? "no kernel" : kp.status().message()));
-      break;
-    }
-    if (static_cast<int>(made.size()) == n) break;
+    if (!make_parts(ins, *s, n, false, &made, &kernels)) return;
   }
-  if (static_cast<int>(made.size()) != n) return;
   jit_.insert(jit_.end(), kernels.begin(), kernels.end());
   s->n_parts = n;
   s->first_part = parts_.size();
@@ -420,12 +419,11 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   in->pool_ = pool_;
   std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
   in->state_ = state_;
-  in->flush_denormals_ = flush_denormals_;
   return in;
 }
 
 bool Executor::run_steps(size_t max_steps) {
-  const DenormalScope denormals(flush_denormals_);
+  const DenormalScope denormals(state_.flush_denormals);
   const auto [b, e] = sections_[static_cast<int>(Section::FORWARD)];
   if (next_step_ == 0) state_.run_index = forward_runs_++;
   size_t i = b + next_step_;

@@ -120,7 +120,6 @@ class Executor {
     // Kernels per part: task t runs parts[t·chain … t·chain + chain − 1] in order, the first
     // this step's part t, the others those of the steps joined to it (join_parallel_steps).
     int chain = 1;
-    bool flush_denormals = true;  // the context's setting, for the parts on other threads
   };
   explicit Executor(const Program& p) : program_(&p) {}
   // plan_ for program(), verified, and arena_ to hold it.
@@ -135,6 +134,11 @@ class Executor {
   // what the same part of that step finished (the ops' span hooks say so).
   void join_parallel_steps();
   bool join(Step* a, Step* b);
+  // The generated kernels of `ins`'s n parts (split along its reduction with `along_k`), as
+  // parts of step `s` into *parts and *kernels; false, with both incomplete, where the op has
+  // none for some part (logged unless along_k, which an op may simply not do).
+  bool make_parts(const Instruction& ins, const Step& s, int n, bool along_k, std::vector<Part>* parts,
+                  std::vector<std::shared_ptr<const JitKernel>>* kernels);
   static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
   // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;
   // without one, run() loops over the steps.
@@ -142,7 +146,6 @@ class Executor {
 
   const Program* program_;
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
-  bool flush_denormals_ = true;         // the context's setting at prepare
   RunState state_;
   uint64_t forward_runs_ = 0;  // the index the next forward run gets
   std::vector<Step> steps_;

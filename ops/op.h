@@ -19,6 +19,9 @@ namespace nnasm {
 // backward instruction can redraw the forward's random numbers (DROPOUT's mask).
 struct RunState {
   bool training = false;
+  // Denormal floats flushed to zero while the run's kernels run, on every thread (the context's
+  // setting at prepare; engine/denormals.h).
+  bool flush_denormals = true;
   uint64_t seed = 0;
   uint64_t run_index = 0;
   // How many parts of the running step have finished, for kernels whose last part to finish

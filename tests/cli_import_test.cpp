@@ -7,6 +7,7 @@
 #include "serialize/npy.h"
 #include "tests/cli_fixture.h"
 #include "tests/flow_writer.h"
+#include "tests/npy_bytes.h"
 #include "tests/onnx/model_builder.h"
 
 namespace nnasm {
@@ -59,22 +60,6 @@ TEST_F(CliTest, ImportThenRunOnNpy) {
   expect_output(path("y.npy"));
 }
 
-// A .npy file as NumPy writes it for an int64 ('<i8') or bool ('|b1') array of `dims`, from the
-// little-endian bytes of its elements.
-std::string numpy_file(const char* descr, const std::string& shape, const std::string& data) {
-  std::string h = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
-  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
-  h += '\n';
-  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(h.size() & 0xff) + static_cast<char>(h.size() >> 8) + h + data;
-}
-
-std::string int64_data(std::initializer_list<int64_t> v) {
-  std::string s;
-  for (int64_t x : v)
-    for (int i = 0; i < 8; ++i) s += static_cast<char>((static_cast<uint64_t>(x) >> (8 * i)) & 0xff);
-  return s;
-}
-
 // PyTorch users save token ids as int64 and masks as bool: `nnasm run` reads both for an imported
 // model's INT64 input (i32, each id checked) and BOOL input (f32 0 and 1).
 TEST_F(CliTest, RunReadsInt64AndBoolNpyInputs) {
@@ -88,8 +73,8 @@ TEST_F(CliTest, RunReadsInt64AndBoolNpyInputs) {
   ToolResult r = tool({"import", model, "-o", path("masked.nnm")});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("graph input 'mask' is BOOL; the program reads it as f32 0 and 1"), std::string::npos) << r.err;
-  const std::string ids = put("ids.npy", numpy_file("<i8", "(3,)", int64_data({3, 0, -1})));
-  const std::string mask = put("mask.npy", numpy_file("|b1", "(3, 2)", std::string("\x01\x00\x01\x01\x00\x01", 6)));
+  const std::string ids = put("ids.npy", make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i64_bytes({3, 0, -1})));
+  const std::string mask = put("mask.npy", make_npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3, 2), }", std::string("\x01\x00\x01\x01\x00\x01", 6)));
   r = tool({"run", path("masked.nnm"), "--in", "ids=" + ids, "--in", "mask=" + mask, "--out", "y=" + path("y.npy")});
   ASSERT_EQ(r.code, 0) << r.err;
   NpyArray y;
@@ -101,7 +86,7 @@ TEST_F(CliTest, RunReadsInt64AndBoolNpyInputs) {
   EXPECT_EQ(y.f32, want);
 
   // An id no i32 holds is an error naming the file and the element.
-  const std::string big = put("big.npy", numpy_file("<i8", "(3,)", int64_data({1, int64_t(1) << 33, 2})));
+  const std::string big = put("big.npy", make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i64_bytes({1, int64_t(1) << 33, 2})));
   r = tool({"run", path("masked.nnm"), "--in", "ids=" + big, "--in", "mask=" + mask});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "nnasm: error: input %ids: " + big +

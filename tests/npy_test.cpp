@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/npy_bytes.h"
 #include "tests/temp_dir_test.h"
 #include <dirent.h>
 #include <stdlib.h>
@@ -34,30 +35,6 @@ const std::string kNumpyFile(
     "\x00\x00\x80\x3f" "\x00\x00\x00\x40" "\x00\x00\x40\x40"        // 1, 2, 3
     "\x00\x00\x80\x40" "\x00\x00\xa0\x40" "\x00\x00\x00\xbf",       // 4, 5, -0.5
     152);
-
-// A .npy file with the given version and header dict, padded the way NumPy pads.
-std::string make_npy(int major, const std::string& dict, const std::string& data) {
-  const size_t len_bytes = major == 1 ? 2 : 4;
-  std::string h = dict;
-  const size_t unpadded = 8 + len_bytes + h.size() + 1;
-  h.append((64 - unpadded % 64) % 64, ' ');
-  h += '\n';
-  std::string f("\x93NUMPY", 6);
-  f += static_cast<char>(major);
-  f += '\0';
-  for (size_t i = 0; i < len_bytes; ++i) f += static_cast<char>((h.size() >> (8 * i)) & 0xff);
-  return f + h + data;
-}
-
-std::string f32_bytes(std::initializer_list<float> v) {
-  std::string s;
-  for (float x : v) {
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    for (int i = 0; i < 4; ++i) s += static_cast<char>((u >> (8 * i)) & 0xff);
-  }
-  return s;
-}
 
 class NpyTest : public TempDirTest {};
 
@@ -254,13 +231,6 @@ TEST(NpyMalformed, UnsupportedDtypeIsNamed) {
                               f32_bytes({1, 2})),
                      fmt::format("unsupported dtype '{}'", d));
   }
-}
-
-std::string i64_bytes(std::initializer_list<int64_t> v) {
-  std::string s;
-  for (int64_t x : v)
-    for (int i = 0; i < 8; ++i) s += static_cast<char>((static_cast<uint64_t>(x) >> (8 * i)) & 0xff);
-  return s;
 }
 
 // int64 (PyTorch's token ids) is read as i32, every value checked; bool as f32 0 and 1, the form

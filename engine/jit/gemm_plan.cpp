@@ -102,6 +102,8 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
   const int64_t m0 = d.m_end ? d.m_begin : 0, m1 = d.m_end ? d.m_end : p.m;
   if (m0 < 0 || m1 > p.m || m0 >= m1 || (d.m_end && (d.n_end || !p.loops.empty()))) return false;
 
+  // A K split's slot: one partial sum of C (GEMV segments, tiled K blocks).
+  const int64_t slot_bytes = ceil_div(p.m * p.n * 4, 64) * 64;
   const int gemv_max = avx512 ? 14 : 5;
   if (!p.tb && p.m <= gemv_max) {
     // Registers: accumulators, B vectors (when several rows share them), two broadcasts, and
@@ -125,7 +127,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
       p.kc = ceil_div(p.k, std::min({b_bytes / KSEG_BYTES, KSEG_MAX, p.k / KSEG_MIN_ROWS}));
       p.kseg = static_cast<int>(ceil_div(p.k, p.kc));
       if (!d.n_end) {
-        p.slot_bytes = ceil_div(p.m * p.n * 4, 64) * 64;
+        p.slot_bytes = slot_bytes;
         p.scratch = static_cast<size_t>(p.kseg * p.slot_bytes);
       }
       p.impl += fmt::format("_k{}", p.kseg);
@@ -159,7 +161,7 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     // the K blocks as its segments, as a GEMV's. Only where nothing is packed (the scratch holds
     // the slots), one N block covers the columns and the slots stay small. The whole product
     // plans the slots too, so that its scratch hook asks for them.
-    const int64_t blocks = ceil_div(p.k, p.kc), slot_bytes = ceil_div(p.m * p.n * 4, 64) * 64;
+    const int64_t blocks = ceil_div(p.k, p.kc);
     const bool k_split_ok = blocks > 1 && !p.pack_a && !p.pack_b && p.n <= p.nc && p.loops.empty() && !d.n_end &&
                             !d.m_end && !p.accumulate && blocks * slot_bytes <= TILED_SLOTS_MAX;
     if (d.k_parts > 1 && (!k_split_ok || blocks < d.k_parts || d.k_part < 0 || d.k_part >= d.k_parts)) return false;
@@ -208,10 +210,9 @@ constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
 int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.nr() : p.vlen; }
 // A GEMV in K segments splits its columns where it has two vectors or more: each core then
-// streams its columns of B from its own L2 and writes its own columns of C, and nothing crosses
-// between the cores but the result (a K split's partial sums, one slot per segment, crossed to
-// the part that combines them: on the Xeon we measure, the 2-thread 784→256 layer took 5.4 µs
-// split along K against 6.3 on one thread). A product one vector wide splits along K instead.
+// streams its columns of B from its own L2 and writes the final values of its own columns of C,
+// which the next layer's parts can start on (Executor::join), where a K split's partial sums
+// must first cross to the part that combines them. A product one vector wide splits along K.
 bool split_k(const gemm::Plan& p) { return p.mode == gemm::Mode::GEMV && p.kseg > 1 && p.n <= p.vlen; }
 // A tiled product with as many rows as columns (and no batch loops) splits its rows.
 constexpr int64_t ROWS_PER_PART = 16;

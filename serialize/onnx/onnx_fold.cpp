@@ -62,20 +62,18 @@ float float_op(const std::string& op, float a, float b) {
 // y = a `op` b elementwise with numpy broadcasting; a and b of one type.
 Status host_binary(const std::string& op, const HostTensor& a, const HostTensor& b, bool fmod, HostTensor* y) {
   if (a.type != b.type) return Status::errorf("inputs are {} and {}", onnx_type_name(a.type), onnx_type_name(b.type));
-  std::vector<int64_t> dims;
-  NNASM_TRY(broadcast_dims(a.dims, b.dims, &dims));
-  NNASM_TRY(check_fold_size(dims));
-  const std::vector<int64_t> ia = host_broadcast_index(dims, a.dims), ib = host_broadcast_index(dims, b.dims);
+  HostBroadcast bc;
+  NNASM_TRY(host_broadcast(a.dims, b.dims, &bc));
   *y = HostTensor();
   y->type = a.type;
-  y->dims = dims;
-  for (size_t k = 0; k < ia.size(); ++k) {
+  y->dims = bc.dims;
+  for (size_t k = 0; k < bc.ia.size(); ++k) {
     if (a.is_float()) {
-      y->f.push_back(float_op(op, a.f[ia[k]], b.f[ib[k]]));
+      y->f.push_back(float_op(op, a.f[bc.ia[k]], b.f[bc.ib[k]]));
       continue;
     }
     int64_t v;
-    if (!int_op(op, a.i[ia[k]], b.i[ib[k]], fmod, &v) || !onnx_type_holds(y->type, v))
+    if (!int_op(op, a.i[bc.ia[k]], b.i[bc.ib[k]], fmod, &v) || !onnx_type_holds(y->type, v))
       return Status::errorf("element {} overflows {} or divides by zero", k, onnx_type_name(y->type));
     y->i.push_back(v);
   }

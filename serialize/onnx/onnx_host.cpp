@@ -45,6 +45,14 @@ HostTensor host_take(const HostTensor& in, const std::vector<int64_t>& index, st
   return t;
 }
 
+Status host_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, HostBroadcast* out) {
+  NNASM_TRY(broadcast_dims(a, b, &out->dims));
+  NNASM_TRY(check_fold_size(out->dims));
+  out->ia = host_broadcast_index(out->dims, a);
+  out->ib = host_broadcast_index(out->dims, b);
+  return Status::ok();
+}
+
 std::vector<int64_t> host_broadcast_index(const std::vector<int64_t>& out, const std::vector<int64_t>& in) {
   int64_t n = 1;
   for (int64_t d : out) n *= d;

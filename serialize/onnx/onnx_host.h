@@ -23,6 +23,12 @@ HostTensor host_take(const HostTensor& in, const std::vector<int64_t>& index, st
 // For each element of a tensor of `out` dims, the flat index of the element of an `in`-shaped
 // tensor that numpy broadcasting reads (`in` broadcasts to `out`).
 std::vector<int64_t> host_broadcast_index(const std::vector<int64_t>& out, const std::vector<int64_t>& in);
+// Two tensors of dims `a` and `b` broadcast together for a fold: the result's dims (checked with
+// check_fold_size) and, for each of its elements, the flat index read from each input.
+struct HostBroadcast {
+  std::vector<int64_t> dims, ia, ib;
+};
+Status host_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, HostBroadcast* out);
 // A 0-D or 1-D integer tensor as a list; `what` names it in errors.
 Status host_int_list(const HostTensor& t, const char* what, std::vector<int64_t>* out);
 // A one-element tensor (any rank) as a double; `what` names it in errors.

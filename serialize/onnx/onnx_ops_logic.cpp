@@ -83,14 +83,12 @@ Status fold_compare(NodeLowering& n) {
   NNASM_TRY(n.host(1, "B", &b));
   if (a->is_float() != b->is_float())
     return Status::errorf("inputs are {} and {}", onnx_type_name(a->type), onnx_type_name(b->type));
-  std::vector<int64_t> dims;
-  NNASM_TRY(broadcast_dims(a->dims, b->dims, &dims));
-  NNASM_TRY(check_fold_size(dims));
-  const std::vector<int64_t> ia = host_broadcast_index(dims, a->dims), ib = host_broadcast_index(dims, b->dims);
-  HostTensor y = host_bool(dims);
+  HostBroadcast bc;
+  NNASM_TRY(host_broadcast(a->dims, b->dims, &bc));
+  HostTensor y = host_bool(bc.dims);
   const std::string& op = n.node().op_type;
-  for (size_t k = 0; k < ia.size(); ++k)
-    y.i[k] = a->is_float() ? compare(op, a->f[ia[k]], b->f[ib[k]]) : compare(op, a->i[ia[k]], b->i[ib[k]]);
+  for (size_t k = 0; k < bc.ia.size(); ++k)
+    y.i[k] = a->is_float() ? compare(op, a->f[bc.ia[k]], b->f[bc.ib[k]]) : compare(op, a->i[bc.ia[k]], b->i[bc.ib[k]]);
   n.set(0, std::move(y));
   return Status::ok();
 }
@@ -128,12 +126,10 @@ Status fold_logic(NodeLowering& n) {
     return Status::ok();
   }
   NNASM_TRY(n.host(1, "B", &b));
-  std::vector<int64_t> dims;
-  NNASM_TRY(broadcast_dims(a->dims, b->dims, &dims));
-  NNASM_TRY(check_fold_size(dims));
-  const std::vector<int64_t> ia = host_broadcast_index(dims, a->dims), ib = host_broadcast_index(dims, b->dims);
-  HostTensor y = host_bool(dims);
-  for (size_t k = 0; k < ia.size(); ++k) y.i[k] = logic(op, a->i[ia[k]] != 0, b->i[ib[k]] != 0);
+  HostBroadcast bc;
+  NNASM_TRY(host_broadcast(a->dims, b->dims, &bc));
+  HostTensor y = host_bool(bc.dims);
+  for (size_t k = 0; k < bc.ia.size(); ++k) y.i[k] = logic(op, a->i[bc.ia[k]] != 0, b->i[bc.ib[k]] != 0);
   n.set(0, std::move(y));
   return Status::ok();
 }

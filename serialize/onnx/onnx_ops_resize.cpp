@@ -142,14 +142,6 @@ Status axis_matrix(const Sampling& m, int64_t in, int64_t out, double scale, std
   return Status::ok();
 }
 
-bool is_identity(const std::vector<double>& r, int64_t in, int64_t out) {
-  if (in != out) return false;
-  for (int64_t y = 0; y < out; ++y)
-    for (int64_t x = 0; x < in; ++x)
-      if (r[static_cast<size_t>(y * in + x)] != (x == y ? 1.0 : 0.0)) return false;
-  return true;
-}
-
 // Whether R repeats each input element `f` times (what UPSAMPLE_NEAREST does along an axis).
 bool is_repeat(const std::vector<double>& r, int64_t in, int64_t out, int64_t* f) {
   if (out % in != 0) return false;
@@ -158,6 +150,11 @@ bool is_repeat(const std::vector<double>& r, int64_t in, int64_t out, int64_t* f
     for (int64_t x = 0; x < in; ++x)
       if (r[static_cast<size_t>(y * in + x)] != (x == y / *f ? 1.0 : 0.0)) return false;
   return true;
+}
+
+bool is_identity(const std::vector<double>& r, int64_t in, int64_t out) {
+  int64_t f;
+  return in == out && is_repeat(r, in, out, &f);
 }
 
 // y = x resampled along axis `a` by R[out, in]: x as [P, in, Q] times R from the left (as
