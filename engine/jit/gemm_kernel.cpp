@@ -431,11 +431,14 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
   const int mr = key.mr, nv = key.nv, lanes = key.lanes;
   const bool masked = lanes < p_.vlen;
   const bool b_masked = masked && !p_.pack_b;  // B is read at its own edge
-  const int b0 = mr * nv, t0 = b0 + (mr > 1 ? nv : 0), t1 = t0 + 1, mk = t1 + 1;
+  const int sets = p_.mode == Mode::GEMV ? p_.kacc : 1;
+  const int b0 = sets * mr * nv, t0 = b0 + (mr > 1 ? nv : 0), t1 = t0 + 1, mk = t1 + 1;
   const int64_t a_ks = p_.pack_a ? p_.ap_ks : p_.a_ks, a_rs = p_.pack_a ? 4 : p_.a_rs;
   const int64_t b_ks = p_.pack_b ? p_.nr() * 4 : p_.ldb * 4;
   const int64_t ldc = p_.ldc * 4;
   auto acc = [&](int i, int v) { return vec(i * nv + v); };
+  // Set u's accumulator (set 0 is acc).
+  auto acc_in = [&](int u, int i, int v) { return vec((u * mr + i) * nv + v); };
   auto last = [&](int v) { return masked && v == nv - 1; };
 
   g_.align(16);
@@ -444,14 +447,16 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
     if (avx512_) set_opmask(k1, eax, lanes);
     else if (b_masked) g_.vmovups(Ymm(mk), mask_row(lanes));
   }
-  for (int i = 0; i < mr; ++i)
-    for (int v = 0; v < nv; ++v) g_.vxorps(acc(i, v), acc(i, v), acc(i, v));
+  for (int u = 0; u < sets; ++u)
+    for (int i = 0; i < mr; ++i)
+      for (int v = 0; v < nv; ++v) g_.vxorps(acc_in(u, i, v), acc_in(u, i, v), acc_in(u, i, v));
   g_.mov(r10, rsi);
   g_.mov(r11, rdx);
   unrolled(
-      key.kc, p_.mode == Mode::GEMV ? GEMV_UNROLL : UNROLL, rax,
+      key.kc, p_.mode == Mode::GEMV ? std::max(GEMV_UNROLL, sets) : UNROLL, rax,
       [&](int s) {
         const int64_t ao = s * a_ks, bo = s * b_ks;
+        auto acc = [&, u = s % sets](int i, int v) { return acc_in(u, i, v); };
         if (mr == 1) {
           g_.vbroadcastss(vec(t0), ptr[r10 + ao]);
           for (int v = 0; v < nv; ++v) {
@@ -494,6 +499,11 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
         g_.add(r10, steps * a_ks);
         g_.add(r11, steps * b_ks);
       });
+  // The sets into set 0, pairwise in a fixed order.
+  for (int half = 1; half < sets; half *= 2)
+    for (int u = 0; u + half < sets; u += 2 * half)
+      for (int i = 0; i < mr; ++i)
+        for (int v = 0; v < nv; ++v) g_.vaddps(acc_in(u, i, v), acc_in(u, i, v), acc_in(u + half, i, v));
 
   // AVX2 stores the last vector through a mask register: mk (gemv), else t1 (free by now).
   const int smask = b_masked ? mk : t1;

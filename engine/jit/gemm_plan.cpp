@@ -120,6 +120,11 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     // More rows than L1 ways: pack them.
     p.pack_a = !p.ta && p.m > 8;
     p.impl = fmt::format("gemv_m{}", p.m);
+    // Two FMAs a cycle of 4 cycles' latency want 8 chains; loads (B and A's broadcast) allow
+    // fewer for a single row, so 4 sets for up to 2 accumulators, 2 for up to 4.
+    const int64_t tile = p.m * ceil_div(d.n, p.vlen);
+    p.kacc = tile <= 2 ? 4 : tile <= 4 ? 2 : 1;
+    if (p.kacc > 1) p.impl += fmt::format("_a{}", p.kacc);
     // The segments are the whole product's, so that a slice of its columns sums each column in
     // the same order (the same bits) as the whole.
     const int64_t b_bytes = p.k * d.n * 4;

@@ -70,6 +70,11 @@ struct Plan {
   int64_t slot_bytes = 0;
   // TILED and GEMV: a tile is up to mr_max rows × nvec vectors; NR = nvec·vlen columns.
   int nvec = 0, mr_max = 0;
+  // GEMV: sets of accumulators, k step s adding into set s mod kacc, the sets summed pairwise
+  // (0+1, 2+3, then the two) at the end of each K block. A narrow GEMV has too few accumulators
+  // to hide the FMA's latency (a 1×128·128×10 product is one chain of 128 dependent FMAs); the
+  // count follows the whole product's shape, so that a part sums as the whole does.
+  int kacc = 1;
   int64_t kc = 0, nc = 0;  // K block and N block (nc a multiple of NR)
   // DOT: rows of A per pass over Bᵀ (passes balanced, at most DOT_ROWS rows each).
   static constexpr int DOT_ROWS = 4;
