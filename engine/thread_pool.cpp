@@ -1,6 +1,7 @@
 // The pool's job word, the workers' spin-then-sleep loop and the futex calls.
 #include "engine/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 
@@ -28,7 +29,8 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
 
 constexpr uint32_t gen_of(uint64_t job) { return static_cast<uint32_t>(job >> 32); }
 constexpr int count_of(uint64_t job) { return static_cast<int>((job >> 16) & 0xffff); }
-constexpr int next_of(uint64_t job) { return static_cast<int>(job & 0xffff); }
+// Generations wrap around: a is at or after b.
+constexpr bool not_before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
 }  // namespace
 
@@ -37,8 +39,11 @@ ThreadPool::ThreadPool(int threads, ExternalFn external, void* user)
 
 ThreadPool::ThreadPool(int threads, int spin_us) : spin_us_(spin_us > 0 ? spin_us : 0) {
   const int n = threads > 1 ? threads - 1 : 0;
+  awake_.assign(n + 1, 1);
+  claimed_.reset(new Claim[n + 1]);
+  done_.reset(new Done[n + 1]);
   workers_.reserve(n);
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker(); });
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker(i + 1); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -48,34 +53,37 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::work(uint32_t gen) {
-  uint64_t j = job_.load(std::memory_order_acquire);
-  for (;;) {
-    if (gen_of(j) != gen || next_of(j) >= count_of(j)) return;
-    if (!job_.compare_exchange_weak(j, j + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    // A claimed task keeps the job from completing, so fn_ and ctx_ are this job's.
-    fn_.load(std::memory_order_relaxed)(ctx_.load(std::memory_order_relaxed), next_of(j));
-    done_.fetch_add(1, std::memory_order_release);
-    j = job_.load(std::memory_order_acquire);
-  }
+void ThreadPool::run_tasks(int w, int n_tasks) {
+  const TaskFn fn = fn_.load(std::memory_order_relaxed);
+  void* const ctx = ctx_.load(std::memory_order_relaxed);
+  for (int t = w; t < n_tasks; t += threads()) fn(ctx, t);
 }
 
-void ThreadPool::worker() {
-  uint32_t seen = 0;  // the last generation this worker took part in
+bool ThreadPool::claim(int w, uint32_t gen) {
+  std::atomic<uint32_t>& c = claimed_[w].gen;
+  uint32_t seen = c.load(std::memory_order_acquire);
+  while (!not_before(seen, gen))
+    if (c.compare_exchange_weak(seen, gen, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  return false;
+}
+
+void ThreadPool::worker(int w) {
+  uint32_t seen = 0;  // the last generation this worker looked at
   for (;;) {
     // Spin for a new job; check the clock (vDSO, no system call) only every 64 pauses.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-    uint32_t gen = gen_of(job_.load(std::memory_order_acquire));
-    for (int i = 1; gen == seen && !stop_.load(std::memory_order_relaxed); ++i) {
+    uint64_t job = job_.load(std::memory_order_acquire);
+    for (int i = 1; gen_of(job) == seen && !stop_.load(std::memory_order_relaxed); ++i) {
       cpu_pause();
       if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) break;
-      gen = gen_of(job_.load(std::memory_order_acquire));
+      job = job_.load(std::memory_order_acquire);
     }
     if (stop_.load(std::memory_order_acquire)) return;
-    if (gen == seen) {
-      // Sleep. The caller publishes (epoch_, then job_) and then reads sleepers_; this thread
-      // counts itself in sleepers_ and then reads epoch_ (all seq_cst), so either the caller sees
-      // a sleeper and wakes it, or this thread sees the new epoch and does not sleep.
+    if (gen_of(job) == seen) {
+      // Sleep. The caller publishes (epoch_, then job_) and, when it finds a worker's tasks
+      // unclaimed, reads sleepers_ with a seq_cst read-modify-write; this thread counts itself in
+      // sleepers_ and then reads epoch_ (all seq_cst), so either the caller sees a sleeper and
+      // wakes it, or this thread sees the new epoch and does not sleep.
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       if (epoch_.load(std::memory_order_seq_cst) == seen && !stop_.load(std::memory_order_seq_cst)) {
         sleeps_.fetch_add(1, std::memory_order_relaxed);
@@ -86,8 +94,12 @@ void ThreadPool::worker() {
       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       continue;
     }
-    seen = gen;
-    work(gen);
+    seen = gen_of(job);
+    // The count came with the generation. A late worker may see a job the caller has finished
+    // (having taken this worker's tasks over): the claim then fails.
+    if (w >= count_of(job) || !claim(w, seen)) continue;
+    run_tasks(w, count_of(job));
+    done_[w].gen.store(seen, std::memory_order_release);
   }
 }
 
@@ -103,17 +115,48 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
   }
   fn_.store(fn, std::memory_order_relaxed);
   ctx_.store(ctx, std::memory_order_relaxed);
-  done_.store(0, std::memory_order_relaxed);
   const uint32_t gen = gen_of(job_.load(std::memory_order_relaxed)) + 1;
-  epoch_.store(gen, std::memory_order_seq_cst);
-  job_.store(uint64_t(gen) << 32 | uint64_t(n_tasks) << 16, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&epoch_);
-  work(gen);
-  // The last tasks may still run on workers; they are short, so spin, yielding only if a worker
-  // seems descheduled (more threads than cores).
-  for (int i = 1; done_.load(std::memory_order_acquire) < n_tasks; ++i) {
-    cpu_pause();
-    if (i % 4096 == 0) std::this_thread::yield();
+  epoch_.store(gen, std::memory_order_relaxed);
+  job_.store(uint64_t(gen) << 32 | uint64_t(n_tasks) << 16, std::memory_order_release);
+  // Wake sleepers now, so that they are up for the jobs after this one. The read may miss a
+  // worker going to sleep this instant; the fence below catches that one.
+  const bool woke = sleepers_.load(std::memory_order_relaxed) > 0;
+  if (woke) futex_wake_all(&epoch_);
+  run_tasks(0, n_tasks);
+  const int used = std::min(n_tasks, threads());
+  bool took_over = false;
+  for (int w = 1; w < used; ++w) {
+    std::atomic<uint32_t>& done = done_[w].gen;
+    if (done.load(std::memory_order_acquire) == gen) continue;
+    // Give an awake worker a moment to finish (it sees the job within a line transfer) before
+    // looking at its claim, whose line it then writes again only after a transfer; one that was
+    // asleep or missed its last tasks, none.
+    if (awake_[w] && !woke) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(TAKE_OVER_US);
+      for (int i = 1; done.load(std::memory_order_acquire) != gen; ++i) {
+        cpu_pause();
+        if (i % 8 == 0 && std::chrono::steady_clock::now() > give_up) break;
+      }
+      if (done.load(std::memory_order_acquire) == gen) continue;
+    }
+    if (claim(w, gen)) {
+      awake_[w] = 0;
+      took_over = true;
+      run_tasks(w, n_tasks);
+      continue;
+    }
+    awake_[w] = 1;
+    // Claimed: the tasks are short, so spin, yielding only if the worker seems descheduled
+    // (more threads than cores).
+    for (int i = 1; done.load(std::memory_order_acquire) != gen; ++i) {
+      cpu_pause();
+      if (i % 4096 == 0) std::this_thread::yield();
+    }
+  }
+  if (took_over) {
+    // A worker that missed the job may have gone to sleep unseen by the read above. This
+    // read-modify-write is ordered with the sleepers' own (see worker()), so it sees them.
+    if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) futex_wake_all(&epoch_);
   }
   busy_.store(false, std::memory_order_release);
 }

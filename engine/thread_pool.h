@@ -1,12 +1,18 @@
 // A small fork-join thread pool for the executor's parallel steps: `run` hands a job of n tasks to
 // threads − 1 workers and the calling thread, and returns when every task is done. Built for
-// back-to-back jobs of a few microseconds each: a job is published with one atomic store and
-// tasks are claimed with compare-and-swap, so the fast path allocates nothing and makes no system
-// call; a worker spins a bounded time (SPIN_US) after each job before it sleeps on a futex, so an
-// idle pool burns no CPU and the next job after a pause pays one wake-up (tens of µs).
+// back-to-back jobs of a few microseconds each, where what a job costs is the cache lines that
+// cross between cores: a job is published with one store to a line the workers only read; task
+// t belongs to thread t mod threads, and a worker claims its tasks in a line of its own (no
+// contended compare-and-swap) and reports them done in another, which the caller reads. So a job
+// costs a line transfer each way, the least a fork-join can. A worker that is asleep, descheduled
+// or late has its tasks taken over by the caller. The fast path allocates nothing and makes no
+// system call; a worker spins a bounded time (SPIN_US) after each job before it sleeps on a
+// futex, so an idle pool burns no CPU and the next job after a pause runs on the caller while
+// the workers wake (tens of µs).
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -47,28 +53,50 @@ class ThreadPool {
   int sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
 
  private:
-  void worker();
-  // Claims and runs tasks of the job published as generation `gen` until none is left.
-  void work(uint32_t gen);
+  // Lines are 128 bytes apart: Intel's spatial prefetcher fetches lines in aligned pairs, and a
+  // line read by the other side must not come along with one being written.
+  static constexpr size_t LINE = 128;
+  // Per worker: the last job whose tasks it claimed (or the caller took over), and the last job
+  // whose tasks it finished. Separate lines: the caller reads `done` every job; `claimed` it reads
+  // only when it considers taking the tasks over, so the worker's claim stays a local write.
+  struct alignas(LINE) Claim {
+    std::atomic<uint32_t> gen{0};
+  };
+  struct alignas(LINE) Done {
+    std::atomic<uint32_t> gen{0};
+  };
+  // How long the caller waits, after its own tasks, for an awake worker that has not claimed
+  // its tasks, before it runs them itself (a worker sees a job within a line transfer, well under
+  // a microsecond; one that takes longer has been descheduled).
+  static constexpr int TAKE_OVER_US = 2;
 
-  // The job word: generation (32 bits) | task count (16) | next task to claim (16). Claiming with
-  // CAS on the whole word means a late worker can never take a task of a newer job for an older
-  // one, and the caller need not wait for workers that never joined the job.
-  alignas(64) std::atomic<uint64_t> job_{0};
-  // The job's function and context: written by the caller before job_ is published, read by a
-  // worker only after it has claimed a task (so they cannot change under it).
+  void worker(int w);
+  // Runs thread w's tasks of the job published last: t = w, w + threads, … below n_tasks.
+  void run_tasks(int w, int n_tasks);
+  // Claims worker w's tasks of job gen for the calling thread; false if another thread has.
+  bool claim(int w, uint32_t gen);
+
+  // The job, written by the caller only, read by the workers: generation (32 bits) | task count
+  // (16 bits) in one word, so that a worker sees a job's count with its generation; the function
+  // and context, read by a worker only after it has claimed tasks of the job (the caller waits
+  // for those, so they cannot change under it); the futex word (the generation); stop.
+  alignas(LINE) std::atomic<uint64_t> job_{0};
   std::atomic<TaskFn> fn_{nullptr};
   std::atomic<void*> ctx_{nullptr};
-  alignas(64) std::atomic<int> done_{0};       // tasks of the current job finished
-  alignas(64) std::atomic<uint32_t> epoch_{0};  // the futex word: the generation, and stop
-  std::atomic<int> sleepers_{0};
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<bool> stop_{false};
+  alignas(LINE) std::atomic<int> sleepers_{0};  // written by workers only when they sleep
   std::atomic<uint64_t> sleeps_{0};
-  std::atomic<bool> busy_{false};
+  alignas(LINE) std::atomic<bool> busy_{false};  // the caller's
+  // Whether worker w claimed its tasks of the last job it had any in (else the caller takes
+  // them over without waiting: it is likely asleep or descheduled). The caller's, under busy_.
+  std::vector<char> awake_;
+  std::unique_ptr<Claim[]> claimed_;
+  std::unique_ptr<Done[]> done_;
   int spin_us_ = SPIN_US;
   ExternalFn external_ = nullptr;
   void* external_user_ = nullptr;
   int external_threads_ = 1;
-  std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };
 

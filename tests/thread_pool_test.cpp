@@ -97,6 +97,23 @@ TEST(ThreadPool, IdleWorkersSleepAndWakeForTheNextJob) {
   EXPECT_EQ(pool.sleeps(), settled + 2);
 }
 
+// Workers that sleep after 1 µs miss jobs, wake late and find their tasks taken over by the
+// caller: every task still runs exactly once.
+TEST(ThreadPool, JobsAcrossSleepsRunEveryTaskOnce) {
+  for (int threads : {2, 3, 5}) {
+    ThreadPool pool(threads, 1);
+    Counts c(9);
+    std::vector<int> expect(9, 0);
+    for (int rep = 0; rep < 3000; ++rep) {
+      const int n = 1 + rep % 9;
+      pool.run(n, count_task, &c);
+      for (int t = 0; t < n; ++t) ++expect[t];
+      if (rep % 100 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rep % 700));
+    }
+    for (int t = 0; t < 9; ++t) EXPECT_EQ(c.hits[t].load(), expect[t]) << "threads " << threads << " task " << t;
+  }
+}
+
 TEST(ThreadPool, OneThreadHasNoWorkers) {
   ThreadPool pool(1);
   Counts c(10);
