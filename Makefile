@@ -155,9 +155,9 @@ $(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp $(TEST_SUPPORT_SRC)) $(LIB
 # region and slowed the rows that ran after them in the same process.
 bench: deps
 	@$(MAKE) $(JOBS) $(BENCH)
-	NNASM_THREADS=1 $(BENCH) --benchmark_filter=-BM_threads_sgemm_onednn --benchmark_repetitions=5 \
+	NNASM_THREADS=1 $(BENCH) --benchmark_filter=-'BM_threads_sgemm_(vs_)?onednn' --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
-	NNASM_THREADS=1 $(BENCH) --benchmark_filter=BM_threads_sgemm_onednn --benchmark_repetitions=5 \
+	NNASM_THREADS=1 $(BENCH) --benchmark_filter='BM_threads_sgemm_(vs_)?onednn' --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 
 # The GEMM rows (nnasm, Eigen and the installed baselines), then their medians as one table with

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace nnasm::baselines {
@@ -79,14 +80,22 @@ inline void finish(benchmark::State& st, const Operands& o, bool layer) {
 // seconds, so rows measured one after the other (the median rows above) can differ by more than
 // the difference between the two codes; alternating blocks see the same clock. Counters: each
 // side's GFLOP/s at its best block, and nnasm's time over the library's (below 1: nnasm faster).
+// With `settle_ms`, each block starts with an untimed call and is followed by a pause that long:
+// for threaded runs, so that neither side's threads are still spinning (OpenMP's spin for
+// milliseconds after a parallel region) while the other side's block runs.
 template <class Nnasm, class Library>
-void head_to_head(benchmark::State& st, double flops_per_call, Nnasm&& nnasm, Library&& library) {
+void head_to_head(benchmark::State& st, double flops_per_call, Nnasm&& nnasm, Library&& library, int settle_ms = 0) {
   using clock = std::chrono::steady_clock;
-  const int calls = static_cast<int>(std::clamp(2e5 / flops_per_call * 100, 1.0, 1000.0));  // ≥ ~20 µs a block
+  // Blocks of ≥ ~20 µs; settled ones of ≥ ~10 ms, so that the pause is far from the timed calls.
+  const double block_flops = settle_ms ? 2e9 : 2e7;
+  const int calls = static_cast<int>(std::clamp(block_flops / flops_per_call, 1.0, 1000.0));
   auto block = [&](auto& f) {
+    if (settle_ms) f();
     const auto t0 = clock::now();
     for (int i = 0; i < calls; ++i) f();
-    return std::chrono::duration<double>(clock::now() - t0).count() / calls;
+    const double t = std::chrono::duration<double>(clock::now() - t0).count() / calls;
+    if (settle_ms) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
+    return t;
   };
   double best_nnasm = 1e30, best_library = 1e30;
   for (auto _ : st) {

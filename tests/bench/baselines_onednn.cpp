@@ -94,6 +94,23 @@ void BM_threads_sgemm_onednn(benchmark::State& st) {
   run_matmul(st, st.range(0), st.range(0), st.range(0), false, static_cast<int>(st.range(1)));
 }
 BENCHMARK(BM_threads_sgemm_onednn)->ArgsProduct({{256, 512, 1024}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
+// nnasm's square MATMUL on its pool and oneDNN's on OpenMP, both with 2 threads, head to head;
+// 60 ms between blocks outlast OpenMP's spin (libgomp's default: 300,000 pause loops).
+void BM_threads_sgemm_vs_onednn(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Operands o(n, n, n);
+  auto p = threaded(2, [&](Program&, Graph& g) { g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "c"); });
+  if (!p) {
+    st.SkipWithError("prepare failed");
+    return;
+  }
+  with_matmul(st, o, 2, [&](const std::string& label, auto call) {
+    st.SetLabel(std::string(p->ex->kernel_name(0)) + " vs " + label);
+    head_to_head(st, 2.0 * n * n * n, [&] { p->ex->run(); }, call, 60);
+  });
+}
+BENCHMARK(BM_threads_sgemm_vs_onednn)->RangeMultiplier(2)->Range(32, 2048)->Iterations(12)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_gemv_784x256_onednn)->Unit(benchmark::kMicrosecond);
 
 void BM_gemm_b64_784x256_onednn(benchmark::State& st) { run_matmul(st, kLayerBatch, kLayerOut, kLayerIn, true); }
@@ -162,6 +179,8 @@ void BM_gemm_square_onednn(benchmark::State& st) { missing(st, "libdnnl-dev"); }
 BENCHMARK(BM_gemm_square_onednn);
 void BM_threads_sgemm_onednn(benchmark::State& st) { missing(st, "libdnnl-dev"); }
 BENCHMARK(BM_threads_sgemm_onednn);
+void BM_threads_sgemm_vs_onednn(benchmark::State& st) { missing(st, "libdnnl-dev"); }
+BENCHMARK(BM_threads_sgemm_vs_onednn);
 
 #endif
 

@@ -44,6 +44,28 @@ inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Grap
   return b;
 }
 
+// Records `record` with the context set to `threads` threads, prepares it at the context's
+// defaults, and fills every input with small deterministic values (class ids 0…9 for i32).
+// nullptr if recording or prepare failed.
+inline std::unique_ptr<BenchProgram> threaded(int threads, const std::function<void(Program&, Graph&)>& record) {
+  auto b = std::make_unique<BenchProgram>();
+  b->ctx.set_threads(threads);
+  Graph g(b->p);
+  record(b->p, g);
+  if (!g.status()) return nullptr;
+  auto ex = Executor::prepare(b->p);
+  if (!ex) return nullptr;
+  b->ex = std::move(ex.value());
+  for (TensorId id : b->p.inputs()) {
+    Tensor& t = b->ctx.at(id);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.desc.type.dtype == DType::F32) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+      else t.i32()[i] = static_cast<int32_t>(i % 10);
+    }
+  }
+  return b;
+}
+
 // Seconds per call of f: the best of `reps` timed calls after one warm-up (for the ratio
 // counters that compare two variants inside one benchmark).
 inline double best_time(const std::function<void()>& f, int reps = 15) {

@@ -16,26 +16,6 @@
 namespace nnasm {
 namespace {
 
-// Records with the context set to `threads` threads before prepare.
-std::unique_ptr<BenchProgram> threaded(int threads, const std::function<void(Program&, Graph&)>& record) {
-  auto b = std::make_unique<BenchProgram>();
-  b->ctx.set_threads(threads);
-  Graph g(b->p);
-  record(b->p, g);
-  if (!g.status()) return nullptr;
-  auto ex = Executor::prepare(b->p);
-  if (!ex) return nullptr;
-  b->ex = std::move(ex.value());
-  for (TensorId id : b->p.inputs()) {
-    Tensor& t = b->ctx.at(id);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (t.desc.type.dtype == DType::F32) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
-      else t.i32()[i] = static_cast<int32_t>(i % 10);
-    }
-  }
-  return b;
-}
-
 void mlp(Program& p, Graph& g, int64_t batch, bool train) {
   Var x = g.input("x", {batch, 784});
   Var labels = g.input("labels", {batch}, DType::I32);
