@@ -40,10 +40,15 @@ class ThreadPool {
 
   // Calls fn(ctx, t) exactly once for each t in [0, n_tasks), on the workers and the calling
   // thread, and returns when all calls have returned (their writes are then visible). Requires
-  // 0 ≤ n_tasks ≤ MAX_TASKS; fn must not call run on this pool. No allocation, no system call
-  // unless a worker sleeps (then one futex wake). Thread-safe: a caller that finds the pool busy
-  // with another caller's job runs its own tasks itself, in order.
+  // 0 ≤ n_tasks ≤ MAX_TASKS; fn must not call run on this pool. Task t runs on thread t mod
+  // threads() unless that thread is asleep or late, so jobs of up to threads() tasks of equal
+  // size balance best. No allocation, no system call unless a worker sleeps (then one futex
+  // wake). Thread-safe: a caller that finds the pool busy with another caller's job runs its own
+  // tasks itself, in order.
   void run(int n_tasks, TaskFn fn, void* ctx);
+
+  // Whether the calling thread is a worker of some ThreadPool (which runs nothing but tasks).
+  static bool on_worker();
 
   int threads() const { return external_ ? external_threads_ : static_cast<int>(workers_.size()) + 1; }
   // How many times a worker has gone to sleep since the pool started (for tests: an idle pool's

@@ -77,6 +77,41 @@ TEST(Denormals, EveryPartFlushes) {
   }
 }
 
+// The pool's workers keep the mode a part asks for between jobs (they run nothing else), so a
+// part of an executor that keeps denormals, after one that flushes on the same pool, keeps them.
+TEST(Denormals, WorkersSwitchBetweenExecutorsSettings) {
+  for (Isa isa : jit_levels()) {
+    if (isa == Isa::REF) continue;
+    const int n = 1 << 20;
+    Context ctx;
+    ctx.set_jit(JitConfig{true, isa});
+    ctx.set_threads(2);
+    Program flushing(ctx), keeping(ctx);
+    std::unique_ptr<Executor> ex[2];
+    for (int k = 0; k < 2; ++k) {
+      Program& p = k ? keeping : flushing;
+      ctx.set_flush_denormals(k == 0);
+      Graph g(p);
+      Var x = g.input("x", {n});
+      g.output(x + x, "y");
+      auto e = Executor::prepare(p);
+      ASSERT_TRUE(e) << e.status().message();
+      ex[k] = std::move(e.value());
+      ASSERT_GT(ex[k]->parts(0), 1) << isa_name(isa);
+      float* xs = ex[k]->tensor("x")->f32();
+      for (int i = 0; i < n; ++i) xs[i] = DENORMAL;
+    }
+    for (int round = 0; round < 3; ++round)
+      for (int k = 0; k < 2; ++k) {
+        ex[k]->run();
+        const float* y = ex[k]->tensor("y")->f32();
+        int flushed = 0;
+        for (int i = 0; i < n; ++i) flushed += y[i] == 0.f;
+        EXPECT_EQ(flushed, k == 0 ? n : 0) << isa_name(isa) << " round " << round << (k ? " keeping" : " flushing");
+      }
+  }
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 TEST(Denormals, TheCallersModeIsGivenBack) {
   auto d = doubled(jit_levels().back(), 37, 1, true);
