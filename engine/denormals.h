@@ -13,25 +13,11 @@
 
 namespace nnasm {
 
-// Sets this thread's mode to flush denormals or not, leaving it so: for the pool's own workers,
-// which run nothing but parts (so nothing of a host's sees the mode), where a scope's two MXCSR
-// writes per part would each wait for the floating-point work before them. Writes MXCSR only
-// when the mode changes.
-inline void set_thread_flush_denormals(bool flush) {
-#if defined(__x86_64__) || defined(__i386__)
-  constexpr unsigned FTZ = 0x8000, DAZ = 0x0040;
-  const unsigned csr = _mm_getcsr(), want = flush ? csr | FTZ | DAZ : csr & ~(FTZ | DAZ);
-  if (want != csr) _mm_setcsr(want);
-#else
-  (void)flush;
-#endif
-}
-
-// The mode for the length of a scope, the caller's given back at its end. Setting and giving it
-// back costs a run about 27 ns on the Xeon of README's Benchmarks (each MXCSR write waits for the
-// floating-point work before it): nothing beside a program's work but for the tiniest ones (a
-// 32³ product takes 0.38 µs). A thread that already flushes (FTZ and DAZ set, as many game
-// engines' are) pays nothing: the scope then writes nothing.
+// The mode for the length of a scope, the caller's given back at its end. That is two MXCSR
+// writes a run, each waiting for the floating-point work before it: nothing beside a program's
+// work but for the tiniest (README's Benchmarks measures it on a 32³ product). A thread that
+// already flushes (FTZ and DAZ set, as many game engines' are) pays nothing: the scope then
+// writes nothing.
 class DenormalScope {
  public:
   explicit DenormalScope(bool flush) {

@@ -198,14 +198,8 @@ Tensor* Executor::tensor(const std::string& name) const {
 
 void Executor::run_part(void* step, int task) {
   const Step& s = *static_cast<const Step*>(step);
+  const DenormalScope denormals(s.args.state->flush_denormals);  // a worker's mode is its own
   const Part* p = s.parts + task * s.chain;
-  if (ThreadPool::on_worker()) {
-    set_thread_flush_denormals(s.args.state->flush_denormals);
-    for (int c = 0; c < s.chain; ++c) p[c].fn(&p[c].args);
-    return;
-  }
-  // The caller's thread (its run() has set the mode already) or a host's.
-  const DenormalScope denormals(s.args.state->flush_denormals);
   for (int c = 0; c < s.chain; ++c) p[c].fn(&p[c].args);
 }
 

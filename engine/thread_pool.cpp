@@ -32,11 +32,7 @@ constexpr int count_of(uint64_t job) { return static_cast<int>((job >> 16) & 0xf
 // Generations wrap around: a is at or after b.
 constexpr bool not_before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
-thread_local bool t_on_worker = false;
-
 }  // namespace
-
-bool ThreadPool::on_worker() { return t_on_worker; }
 
 ThreadPool::ThreadPool(int threads, ExternalFn external, void* user)
     : external_(external), external_user_(user), external_threads_(threads > 1 ? threads : 1) {}
@@ -72,7 +68,6 @@ bool ThreadPool::claim(int w, uint32_t gen) {
 }
 
 void ThreadPool::worker(int w) {
-  t_on_worker = true;
   uint32_t seen = 0;  // the last generation this worker looked at
   for (;;) {
     // Spin for a new job; check the clock (vDSO, no system call) only every 64 pauses.

@@ -47,9 +47,6 @@ class ThreadPool {
   // tasks itself, in order.
   void run(int n_tasks, TaskFn fn, void* ctx);
 
-  // Whether the calling thread is a worker of some ThreadPool (which runs nothing but tasks).
-  static bool on_worker();
-
   int threads() const { return external_ ? external_threads_ : static_cast<int>(workers_.size()) + 1; }
   // How many times a worker has gone to sleep since the pool started (for tests: an idle pool's
   // workers sleep rather than spin).

@@ -77,8 +77,8 @@ TEST(Denormals, EveryPartFlushes) {
   }
 }
 
-// The pool's workers keep the mode a part asks for between jobs (they run nothing else), so a
-// part of an executor that keeps denormals, after one that flushes on the same pool, keeps them.
+// Parts of two executors on one pool, one flushing and one keeping denormals, in turn: each
+// part runs in its own executor's mode, whichever thread ran the other's before.
 TEST(Denormals, WorkersSwitchBetweenExecutorsSettings) {
   for (Isa isa : jit_levels()) {
     if (isa == Isa::REF) continue;
