@@ -245,6 +245,30 @@ TEST(ParallelSteps, MlpTrainingUpdatesAreSplitAndBitwiseTheSame) {
 
 // The generated dispatch stream calls the same kernels as the interpreter loop, parallel steps
 // included: every tensor after two training steps is bitwise the same either way.
+// An optimizer step's threshold is the memory it touches: the 256→128 weight's SGD with momentum
+// (32,768 elements, five arrays of them read or written) splits on 2 threads, in the same halves
+// as the weight gradient's parts (split by rows), so each core updates the rows it computed.
+TEST(ParallelSteps, OptimizerStepsSplitByTheMemoryTheyTouch) {
+  Built b;
+  if (!b.ctx.jit().enabled || b.ctx.jit().isa() == Isa::REF) GTEST_SKIP() << "parts are generated kernels";
+  b.ctx.set_threads(2);
+  {
+    Graph g(b.p);
+    mlp(b.p, g, 64, true);
+  }
+  auto ex = Executor::prepare(b.p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  const Program& run = ex.value()->program();
+  int checked = 0;
+  for (size_t i = 0; i < run.code().size(); ++i) {
+    const Instruction& ins = run.code()[i];
+    if (ins.info().category != OpCategory::OPTIMIZER || run.desc(ins.in[0]).type.shape.numel() != 256 * 128) continue;
+    EXPECT_EQ(ex.value()->parts(i), 2) << ex.value()->kernel_name(i);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1);
+}
+
 TEST(ParallelSteps, DispatchStreamMatchesTheLoop) {
   for (Isa isa : isas()) {
     if (isa == Isa::REF) continue;

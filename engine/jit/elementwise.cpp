@@ -207,8 +207,8 @@ constexpr int64_t PART_ELEMS = 32 * 1024;      // at least this many per part
 constexpr int64_t PART_ALIGN = 16;             // a part's run of a row: whole cache lines
 }  // namespace
 
-int elementwise_max_parts(const EwSpec& s, int threads) {
-  const int64_t n = s.rows * s.inner;
+int elementwise_max_parts(const EwSpec& s, int threads, int arrays) {
+  const int64_t n = s.rows * s.inner * arrays / 2;
   if (threads <= 1 || n < PART_MIN_ELEMS) return 1;
   int64_t parts = std::min<int64_t>(threads, n / PART_ELEMS);
   parts = std::min(parts, s.rows > 1 ? s.rows : s.inner / PART_ALIGN);

@@ -82,8 +82,10 @@ struct EwSpec {
 // n_parts ≤ elementwise_max_parts(s, n_parts).
 void elementwise_part(EwSpec* s, int part, int n_parts);
 // How many parts the whole-step spec `s` is worth splitting into for `threads` threads: 1 below
-// 64K elements, at most one per 32K elements, per row (several rows) or per 16 elements.
-int elementwise_max_parts(const EwSpec& s, int threads);
+// 64K elements, at most one per 32K elements, per row (several rows) or per 16 elements. Those
+// counts are for two arrays of that size read or written (a unary op); `arrays` scales them, so
+// that the threshold is the memory a step touches (an optimizer step touches five or more).
+int elementwise_max_parts(const EwSpec& s, int threads, int arrays = 2);
 
 // The kernel for `s` from `cache` (generated the first time, keyed by op, ISA, rows×inner, feeds
 // and imms). Errors: too many registers asked for, a size beyond 2^28 elements per row, xbyak's

@@ -126,7 +126,11 @@ int optim_parts(const JitRequest& r, int threads) {
   EwSpec s;
   s.inner = r.in[0].shape.numel();
   s.in = {Feed::STREAM};
-  return elementwise_max_parts(s, threads);
+  // The weight, its gradient and its state, read and written: the memory the step touches.
+  int arrays = 0;
+  for (size_t k = 0; k < r.ins.in.size(); ++k) arrays += r.in[k].shape.numel() == s.inner;
+  for (size_t k = 0; k < r.ins.out.size(); ++k) arrays += r.out[k].shape.numel() == s.inner;
+  return elementwise_max_parts(s, threads, arrays);
 }
 
 Result<KernelRef> sgd_jit(const JitRequest& r, KernelCache& cache) {
