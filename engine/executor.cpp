@@ -238,6 +238,8 @@ bool Executor::join(Step* a, Step* b) {
   const int n = a->n_parts;
   for (int t = 0; t < n; ++t) {
     JitRequest ra{ia, a->args.in_type, a->args.out_type, isa, t, n}, rb{ib, b->args.in_type, b->args.out_type, isa, t, n};
+    ra.reads_trained_param = reads_trained_param(ia);
+    rb.reads_trained_param = reads_trained_param(ib);
     rb.split_reduction = true;
     int64_t w0, w1, r0, r1;
     if (!ha.span(ra, true, 0, &w0, &w1) || !hb.span(rb, false, j, &r0, &r1)) return false;
@@ -266,6 +268,7 @@ bool Executor::make_parts(const Instruction& ins, const Step& s, int n, bool alo
   for (int p = 0; p < n; ++p) {
     JitRequest r{ins, s.args.in_type, s.args.out_type, ctx.jit().isa(), p, n};
     r.split_reduction = along_k;
+    r.reads_trained_param = reads_trained_param(ins);
     Result<std::shared_ptr<const JitKernel>> k = op_hooks(ins.op).jit(r, ctx.kernels());
     if (!k || !k.value()) {
       if (!along_k)
@@ -279,6 +282,14 @@ bool Executor::make_parts(const Instruction& ins, const Step& s, int n, bool alo
   return true;
 }
 
+bool Executor::reads_trained_param(const Instruction& ins) const {
+  const auto [ub, ue] = program_->section_range(Section::UPDATE);
+  if (ub >= ue) return false;
+  for (TensorId id : ins.in)
+    if (program_->desc(id).role == Role::PARAM) return true;
+  return false;
+}
+
 const char* Executor::kernel_name(size_t i) const { return i < steps_.size() ? steps_[i].kernel : "?"; }
 
 void Executor::choose_kernel(Step* s, const Instruction& ins) {
@@ -286,7 +297,9 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   const Isa isa = ctx.jit().isa();
   const JitFn jit = op_hooks(ins.op).jit;
   if (isa == Isa::REF || !jit) return;
-  Result<std::shared_ptr<const JitKernel>> k = jit(JitRequest{ins, s->args.in_type, s->args.out_type, isa}, ctx.kernels());
+  JitRequest whole{ins, s->args.in_type, s->args.out_type, isa};
+  whole.reads_trained_param = reads_trained_param(ins);
+  Result<std::shared_ptr<const JitKernel>> k = jit(whole, ctx.kernels());
   if (!k) {
     ctx.log(fmt::format("{} -> {}: JIT failed, using the reference kernel: {}", ins.info().mnemonic,
                         program_->desc(ins.out[0]).name, k.status().message()));
@@ -298,19 +311,16 @@ void Executor::choose_kernel(Step* s, const Instruction& ins) {
   jit_.push_back(k.value());
 
   const PartsFn parts = op_hooks(ins.op).parts;
-  const int n = parts && ctx.threads() > 1 ? parts(JitRequest{ins, s->args.in_type, s->args.out_type, isa}, ctx.threads()) : 1;
+  const int n = parts && ctx.threads() > 1 ? parts(whole, ctx.threads()) : 1;
   if (n <= 1) return;
   // In training, an instruction that reads a param the update section changes (a layer's
   // weights) is split along its reduction where the op can: its parts then read the weight's rows
   // that the same core's parts of the weight gradient and of the optimizer step write (those
   // split by rows), and the weights stay in that core's cache between steps instead of crossing
   // to the other core's twice a step. Otherwise, and where the op cannot, its own split.
-  bool reads_trained_param = false;
-  const auto [ub, ue] = program_->section_range(Section::UPDATE);
-  for (TensorId id : ins.in) reads_trained_param |= ub < ue && program_->desc(id).role == Role::PARAM;
   std::vector<Part> made;
   std::vector<std::shared_ptr<const JitKernel>> kernels;
-  if (!reads_trained_param || !make_parts(ins, *s, n, true, &made, &kernels)) {
+  if (!whole.reads_trained_param || !make_parts(ins, *s, n, true, &made, &kernels)) {
     made.clear();
     kernels.clear();
     if (!make_parts(ins, *s, n, false, &made, &kernels)) return;

@@ -87,6 +87,10 @@ struct JitRequest {
   // slice (see SpanFn), and in training for the steps that read a trained param. An op with a
   // span hook that cannot split so returns no kernel; ops without one split their own way.
   bool split_reduction = false;
+  // The instruction reads a param that the program's update section changes (a layer's weight in
+  // training). A GEMM then blocks K in at least two blocks where it can, at any thread count, so
+  // that it can be split along K (see above) and one thread sums in the same order.
+  bool reads_trained_param = false;
 };
 // Returns the kernel for the request (from `cache`, generating it the first time), a null
 // pointer when the op has no JIT kernel for this case (the reference runs, silently), or an

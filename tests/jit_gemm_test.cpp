@@ -499,6 +499,41 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
   }
 }
 
+// A trained layer's forward product with K under one K block (256 → 128 at batch 64): with
+// two_k_blocks its whole kernel sums K in two blocks, so that 2 parts can split along K (each
+// reading its own rows of the weight), bitwise as the whole; without, there is no K split.
+TEST(JitGemm, TwoKBlocksLetATrainedLayerSplitAlongK) {
+  const DirectCase s{64, 128, 256, false, false, true, false, Activation::RELU};
+  std::mt19937 rng(13);
+  for (Isa isa : jit_levels()) {
+    SCOPED_TRACE(s.str(isa));
+    GemmJitDesc d = s.desc();
+    KernelCache cache;
+    EXPECT_FALSE(jit_gemm(jit_gemm_part(d, isa, 0, 2, true), isa, cache).value()) << "one K block: no K split";
+    d.two_k_blocks = true;
+    auto whole = jit_gemm(d, isa, cache);
+    ASSERT_TRUE(whole && whole.value());
+    const DirectOperands o(s, rng);
+    const size_t stride = (jit_gemm_scratch_bytes(d) + 63) / 64 * 64;
+    std::vector<float> want = o.c0;
+    AlignedBuffer one(stride + 64);
+    RunState state;
+    o.run(*whole.value(), want, one.data(), one.data(), &state);
+    for (bool reverse : {false, true}) {
+      std::vector<float> c = o.c0;
+      AlignedBuffer all(stride * 3 + 64);
+      for (int q = 0; q < 2; ++q) {
+        const int p = reverse ? 1 - q : q;
+        auto k = jit_gemm(jit_gemm_part(d, isa, p, 2, true), isa, cache);
+        ASSERT_TRUE(k && k.value()) << "part " << p;
+        o.run(*k.value(), c, static_cast<char*>(all.data()) + (p + 1) * stride, all.data(), &state);
+      }
+      EXPECT_EQ(state.parts_done, 0u);
+      ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0) << (reverse ? "last to first" : "first to last");
+    }
+  }
+}
+
 // Tiled products split into parallel parts: rows when M ≥ N (each part its own contiguous rows
 // of C), columns otherwise. Called directly, each part on its own scratch, the parts together
 // give C bitwise equal to the whole kernel's, for every transpose, with a bias and an

@@ -52,6 +52,9 @@ struct GemmJitDesc {
   // Part k_part of k_parts of a GEMV split along K (a parallel part's share of the K segments;
   // see jit_gemm_parts); k_parts 1: the whole.
   int k_part = 0, k_parts = 1;
+  // A tiled product blocks K in at least two blocks where a K split could run (JitRequest::
+  // reads_trained_param), so that two threads can split it along K and one sums alike.
+  bool two_k_blocks = false;
 };
 
 // Scratch bytes the generated kernel for `d` needs on any ISA level (so that a scratch hook,

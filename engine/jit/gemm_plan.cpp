@@ -24,6 +24,8 @@ constexpr int64_t PAGE_BYTES = 4096;
 constexpr int64_t KSEG_BYTES = int64_t(64) << 10;
 constexpr int64_t KSEG_MIN_ROWS = 16;
 constexpr int64_t KSEG_MAX = 16;
+// The least K block that two_k_blocks makes (a block's C pass costs about what 8–16 k steps do).
+constexpr int64_t KBLOCK_MIN = 64;
 // A tiled product's K split keeps a slot of M×N floats per K block: at most this many bytes.
 constexpr int64_t TILED_SLOTS_MAX = int64_t(512) << 10;
 // Byte offsets are 32-bit displacements in the generated code.
@@ -150,7 +152,9 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
     p.mode = Mode::TILED;
     p.nvec = 2;
     p.mr_max = avx512 ? 14 : 6;
-    p.kc = ceil_div(p.k, ceil_div(p.k, KC_MAX));
+    int64_t k_blocks = ceil_div(p.k, KC_MAX);
+    if (d.two_k_blocks && !p.tb && k_blocks < 2 && p.k >= 2 * KBLOCK_MIN) k_blocks = 2;
+    p.kc = ceil_div(p.k, k_blocks);
     p.nc = nc_whole;
     // Packing pays where the operand's consecutive reads would each fall in another page (the
     // hardware prefetcher stops at page boundaries, and 4 KiB strides share one L1 set);
@@ -198,8 +202,11 @@ bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out) {
 size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
   size_t bytes = 0;
   gemm::Plan p;
-  for (Isa isa : {Isa::AVX2, Isa::AVX512})
-    if (gemm::make_plan(d, isa, &p)) bytes = std::max(bytes, p.scratch);
+  GemmJitDesc blocked = d;
+  blocked.two_k_blocks = true;  // a scratch hook does not know whether the kernel blocks so
+  for (const GemmJitDesc* e : {&d, static_cast<const GemmJitDesc*>(&blocked)})
+    for (Isa isa : {Isa::AVX2, Isa::AVX512})
+      if (gemm::make_plan(*e, isa, &p)) bytes = std::max(bytes, p.scratch);
   return bytes;
 }
 
@@ -284,6 +291,7 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
   if (d.n_end) key += fmt::format(":cols{}-{}", d.n_begin, d.n_end);
   if (d.k_parts > 1) key += fmt::format(":kpart{}of{}", d.k_part, d.k_parts);
   if (d.m_end) key += fmt::format(":rows{}-{}", d.m_begin, d.m_end);
+  key += fmt::format(":kc{}", p.kc);  // two_k_blocks may change it
   std::string op = d.op;
   if (d.accumulate) {
     op += "_acc";
