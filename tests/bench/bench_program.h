@@ -19,6 +19,22 @@ struct BenchProgram {
   std::unique_ptr<Executor> ex;
 };
 
+// Prepares b's recorded program and fills its inputs: f32 with small deterministic values, and
+// with `class_ids` i32 with 0…9. nullptr if prepare failed.
+inline std::unique_ptr<BenchProgram> prepared(std::unique_ptr<BenchProgram> b, bool class_ids) {
+  auto ex = Executor::prepare(b->p);
+  if (!ex) return nullptr;
+  b->ex = std::move(ex.value());
+  for (TensorId id : b->p.inputs()) {
+    Tensor& t = b->ctx.at(id);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.desc.type.dtype == DType::F32) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
+      else if (class_ids) t.i32()[i] = static_cast<int32_t>(i % 10);
+    }
+  }
+  return b;
+}
+
 // Records `record`, prepares it with `jit` (default: JIT at the machine's best level) at
 // optimization level `opt_level` (default: the context's, from NNASM_OPT), with only the named
 // `passes` when given, and fills every f32 input with small deterministic values. nullptr if
@@ -33,37 +49,19 @@ inline std::unique_ptr<BenchProgram> bench_program(const std::function<void(Grap
   Graph g(b->p);
   record(g);
   if (!g.status()) return nullptr;
-  auto ex = Executor::prepare(b->p);
-  if (!ex) return nullptr;
-  b->ex = std::move(ex.value());
-  for (TensorId id : b->p.inputs()) {
-    Tensor& t = b->ctx.at(id);
-    if (t.desc.type.dtype != DType::F32) continue;
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
-  }
-  return b;
+  return prepared(std::move(b), false);
 }
 
 // Records `record` with the context set to `threads` threads, prepares it at the context's
-// defaults, and fills every input with small deterministic values (class ids 0…9 for i32).
-// nullptr if recording or prepare failed.
+// defaults, and fills every input as prepared() does, i32 ones with class ids. nullptr if
+// recording or prepare failed.
 inline std::unique_ptr<BenchProgram> threaded(int threads, const std::function<void(Program&, Graph&)>& record) {
   auto b = std::make_unique<BenchProgram>();
   b->ctx.set_threads(threads);
   Graph g(b->p);
   record(b->p, g);
   if (!g.status()) return nullptr;
-  auto ex = Executor::prepare(b->p);
-  if (!ex) return nullptr;
-  b->ex = std::move(ex.value());
-  for (TensorId id : b->p.inputs()) {
-    Tensor& t = b->ctx.at(id);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (t.desc.type.dtype == DType::F32) t.f32()[i] = static_cast<float>((i * 7919) % 255) / 255.f - 0.5f;
-      else t.i32()[i] = static_cast<int32_t>(i % 10);
-    }
-  }
-  return b;
+  return prepared(std::move(b), true);
 }
 
 // Seconds per call of f: the best of `reps` timed calls after one warm-up (for the ratio
