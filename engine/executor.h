@@ -137,10 +137,10 @@ class Executor {
   // The generated kernels of `ins`'s n parts (split along its reduction with `along_k`), as
   // parts of step `s` into *parts and *kernels; false, with both incomplete, where the op has
   // none for some part (logged unless along_k, which an op may simply not do).
-  // In training (the program has an update section), whether `ins` reads a param (JitRequest).
-  bool reads_trained_param(const Instruction& ins) const;
   bool make_parts(const Instruction& ins, const Step& s, int n, bool along_k, std::vector<Part>* parts,
                   std::vector<std::shared_ptr<const JitKernel>>* kernels);
+  // In training (the program has an update section), whether `ins` reads a param (JitRequest).
+  bool reads_trained_param(const Instruction& ins) const;
   static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
   // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;
   // without one, run() loops over the steps.

@@ -119,7 +119,8 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
   epoch_.store(gen, std::memory_order_relaxed);
   job_.store(uint64_t(gen) << 32 | uint64_t(n_tasks) << 16, std::memory_order_release);
   // Wake sleepers now, so that they are up for the jobs after this one. The read may miss a
-  // worker going to sleep this instant; the fence below catches that one.
+  // worker going to sleep this instant; the caller then takes its tasks over, and the
+  // read-modify-write at the end wakes it.
   const bool woke = sleepers_.load(std::memory_order_relaxed) > 0;
   if (woke) futex_wake_all(&epoch_);
   run_tasks(0, n_tasks);

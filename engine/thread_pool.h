@@ -67,9 +67,10 @@ class ThreadPool {
   struct alignas(LINE) Done {
     std::atomic<uint32_t> gen{0};
   };
-  // How long the caller waits, after its own tasks, for an awake worker that has not claimed
-  // its tasks, before it runs them itself (a worker sees a job within a line transfer, well under
-  // a microsecond; one that takes longer has been descheduled).
+  // How long the caller waits, after its own tasks, for an awake worker's tasks to be done before
+  // it looks at the worker's claim, and runs the tasks itself if they are unclaimed (a worker sees
+  // a job within a line transfer, well under a microsecond; one that takes longer has been
+  // descheduled).
   static constexpr int TAKE_OVER_US = 2;
 
   void worker(int w);
