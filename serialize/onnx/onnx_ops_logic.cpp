@@ -93,11 +93,17 @@ Status fold_compare(NodeLowering& n) {
   return Status::ok();
 }
 
+// Not takes one BOOL input; And, Or and Xor two.
+Status expect_logic_inputs(NodeLowering& n, bool unary) {
+  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
+  for (int k = 0; k < n.inputs(); ++k) NNASM_TRY(expect_bool(n, k, k == 0 ? "input 1" : "input 2"));
+  return Status::ok();
+}
+
 Status map_logic(NodeLowering& n) {
   const std::string& op = n.node().op_type;
   const bool unary = op == "Not";
-  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
-  for (int k = 0; k < n.inputs(); ++k) NNASM_TRY(expect_bool(n, k, k == 0 ? "input 1" : "input 2"));
+  NNASM_TRY(expect_logic_inputs(n, unary));
   TensorId a, b, y;
   if (unary) {
     NNASM_TRY(n.tensor(0, &a));
@@ -115,8 +121,7 @@ Status map_logic(NodeLowering& n) {
 Status fold_logic(NodeLowering& n) {
   const std::string& op = n.node().op_type;
   const bool unary = op == "Not";
-  NNASM_TRY(n.expect_inputs(unary ? 1 : 2, unary ? 1 : 2));
-  for (int k = 0; k < n.inputs(); ++k) NNASM_TRY(expect_bool(n, k, k == 0 ? "input 1" : "input 2"));
+  NNASM_TRY(expect_logic_inputs(n, unary));
   const HostTensor *a, *b;
   NNASM_TRY(n.host(0, "A", &a));
   if (unary) {
