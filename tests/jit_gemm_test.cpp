@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -475,10 +476,16 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
       for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], o.c0[i]) << "guard " << i;
       const int most = jit_gemm_parts(d, isa, 64);
       ASSERT_GE(most, 2);
-      for (int n_parts : {2, 3, most}) {
+      // Along K whatever the shape, then as jit_gemm_parts splits it (K or columns).
+      for (auto [n_parts, along_k] : {std::pair{2, true}, {3, true}, {2, false}, {3, false}, {most, false}}) {
+        SCOPED_TRACE(along_k ? "along K" : "as jit_gemm_part splits");
         std::vector<std::shared_ptr<const JitKernel>> parts;
         for (int p = 0; p < n_parts; ++p) {
-          auto k = jit_gemm(jit_gemm_part(d, isa, p, n_parts), isa, cache);
+          const GemmJitDesc part = jit_gemm_part(d, isa, p, n_parts, along_k);
+          if (along_k) {
+            EXPECT_EQ(part.k_parts, n_parts);
+          }
+          auto k = jit_gemm(part, isa, cache);
           ASSERT_TRUE(k && k.value()) << "part " << p << " of " << n_parts;
           parts.push_back(k.value());
         }
@@ -494,6 +501,41 @@ TEST(JitGemm, KSplitPartsMatchTheWholeKernel) {
           ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0)
               << n_parts << " parts" << (reverse ? ", last to first" : "");
         }
+      }
+    }
+  }
+}
+
+// How a GEMV in K segments splits for 2 threads: along K where a column split would not pay
+// (one vector wide; a product too small to split its columns; B too large for one thread's L2
+// but not for two), by columns otherwise (more rows; B that one L2 holds; B past two L2s).
+TEST(JitGemm, GemvSplitsAlongKWhereColumnsWouldNotPay) {
+  struct Case {
+    int64_t m, n, k;
+    bool along_k;
+    const char* why;
+  };
+  std::vector<Case> cases = {{1, 8, 30000, true, "one vector wide"},
+                             {1, 128, 784, true, "under 256 KFLOP: no column split"},
+                             {4, 128, 784, false, "4 rows: 800 KFLOP"}};
+  // B as a share of one thread's L2, 512 columns wide.
+  const int64_t l2 = cpu_info().l2_bytes;
+  auto rows = [&](double share) { return static_cast<int64_t>(share * static_cast<double>(l2) / (512 * 4)); };
+  if (l2 >= (int64_t(1) << 20)) cases.push_back({1, 512, rows(0.5), false, "half an L2"});
+  if (l2 > 0) {
+    cases.push_back({1, 512, rows(0.9), true, "0.9 of an L2"});
+    cases.push_back({1, 512, rows(1.9), true, "1.9 L2s"});
+    cases.push_back({1, 512, rows(3), false, "three L2s"});
+  }
+  for (Isa isa : jit_levels()) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("{}x{}·{}x{} on {}, L2 {} KiB: {}", c.m, c.k, c.k, c.n, isa_name(isa), l2 >> 10, c.why));
+      const GemmJitDesc d = DirectCase{c.m, c.n, c.k, false, false, false, false, Activation::NONE}.desc();
+      ASSERT_EQ(jit_gemm_parts(d, isa, 2), 2);
+      for (int p = 0; p < 2; ++p) {
+        const GemmJitDesc part = jit_gemm_part(d, isa, p, 2);
+        EXPECT_EQ(part.k_parts, c.along_k ? 2 : 1);
+        EXPECT_EQ(part.n_end != 0, !c.along_k);
       }
     }
   }

@@ -48,6 +48,9 @@ CpuInfo probe() {
     vendor[8 + i] = static_cast<char>(regs[2] >> (8 * i));
   }
   info.vendor = vendor;
+  // Levels count from L1 (index 0); a hypervisor may report none.
+  if (cpu.getDataCacheLevels() >= 2 && cpu.getCoresSharingDataCache(1) > 0)
+    info.l2_bytes = int64_t(cpu.getDataCacheSize(1)) / cpu.getCoresSharingDataCache(1);
   if (cpu.has(C::tAVX2) && cpu.has(C::tFMA)) info.best = Isa::AVX2;
   if (info.best == Isa::AVX2 && cpu.has(C::tAVX512F) && cpu.has(C::tAVX512VL) && cpu.has(C::tAVX512BW) &&
       cpu.has(C::tAVX512DQ))

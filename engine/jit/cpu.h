@@ -16,6 +16,9 @@ struct CpuInfo {
   std::string vendor;    // e.g. "AuthenticAMD"
   std::string features;  // the features our kernels care about, space-separated
   Isa best = Isa::REF;   // AVX2 needs AVX2+FMA; AVX512 needs F, VL, BW and DQ as well
+  // One thread's share of the level-2 data cache in bytes (its size over the logical cores that
+  // share it, as CPUID reports them); 0 when unknown. How a large GEMV splits follows it.
+  int64_t l2_bytes = 0;
 };
 // Probed once; thread-safe.
 const CpuInfo& cpu_info();
