@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "engine/jit/cpu.h"
 #include "serialize/listing.h"
 #include "serialize/npy.h"
 #include "tests/cli_fixture.h"
@@ -225,6 +228,22 @@ const char* const kFanOut =
     "  TANH    %a -> %c\n"
     "  ADD     %b, %c -> %d\n"
     "  SOFTMAX %d -> %y\n";
+
+// Without a file: the CPU's vendor and features, one thread's share of L2 where CPUID gives it
+// (the GEMV split follows it), and the ISA level in use, the best and the cap.
+TEST_F(CliTest, InfoPrintsTheMachine) {
+  ToolResult r = tool({"info"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const CpuInfo& cpu = cpu_info();
+  EXPECT_EQ(r.out.rfind("cpu:      " + cpu.vendor + " (", 0), 0u) << r.out;
+  if (cpu.l2_bytes > 0) {
+    EXPECT_NE(r.out.find(fmt::format("\nl2:       {} KiB per thread\n", cpu.l2_bytes / 1024)), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.out.find("l2:"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("\nisa:      "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("best {}", isa_name(cpu.best))), std::string::npos) << r.out;
+}
 
 // As written, the four [2,8] temporaries (one 64-byte line each) fit two slots: {a, c} and {b, d}.
 // As run, chain fusion makes TANH and ADD one CALC: three temporaries, d written over b.

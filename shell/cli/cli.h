@@ -84,7 +84,7 @@ struct InfoOptions {
   bool memory = false;  // with file: the executor's memory plan and the annotated listing
 };
 
-// `nnasm info [FILE] [--memory]`: the CPU features found, the ISA level in use and the cap
+// `nnasm info [FILE] [--memory]`: the CPU features and L2 size found, the ISA level in use and the cap
 // (NNASM_ISA, NNASM_JIT); with FILE, its inputs, outputs, params, state and instruction counts per
 // section; with --memory, the bytes of the planned temporaries with storage of their own each and
 // in the executor's arena (engine/memory_plan.h), the bytes of everything else, and the listing
