@@ -73,10 +73,10 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // of its own columns (and the next layer's parts can start on them: SpanFn); one vector wide,
 // too small to split its columns, or with B too large for one core's L2 (CpuInfo::l2_bytes) but
 // not for two, its parts take consecutive segments instead, each streaming its own rows of B,
-// and the last part to finish adds the others' sums into C. A tiled product with at least as many rows as
-// columns splits M, so that each part writes its own contiguous rows of C (the weight gradient
-// an optimizer step then updates in the same halves); other products split N into slices, each
-// a multiple of the micro-kernel width. 1 for small products (B under 256 KiB for a K split,
+// and the last part to finish adds the others' sums into C. A tiled product with at least as
+// many rows as columns splits M, so that each part writes its own contiguous rows of C (the
+// weight gradient an optimizer step then updates in the same halves); other products split N
+// into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB for a K split,
 // under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel. Each element of
 // C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
