@@ -517,12 +517,12 @@ TEST(JitGemm, GemvSplitsAlongKWhereColumnsWouldNotPay) {
   };
   std::vector<Case> cases = {{1, 8, 30000, true, "one vector wide"},
                              {1, 128, 784, true, "under 256 KFLOP: no column split"},
-                             {4, 128, 784, false, "4 rows: 800 KFLOP"}};
+                             {4, 128, 256, false, "4 rows: 256 KFLOP, 128 KiB of B"}};
   // B as a share of one thread's L2, 512 columns wide.
   const int64_t l2 = cpu_info().l2_bytes;
   auto rows = [&](double share) { return static_cast<int64_t>(share * static_cast<double>(l2) / (512 * 4)); };
   if (l2 >= (int64_t(1) << 20)) cases.push_back({1, 512, rows(0.5), false, "half an L2"});
-  if (l2 > 0) {
+  if (l2 >= (int64_t(512) << 10)) {  // smaller, 0.9 of it is too little to split at all
     cases.push_back({1, 512, rows(0.9), true, "0.9 of an L2"});
     cases.push_back({1, 512, rows(1.9), true, "1.9 L2s"});
     cases.push_back({1, 512, rows(3), false, "three L2s"});
