@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -288,6 +289,26 @@ TEST(JitGemm, LargeShapes) {
               isa, m, rng);
         if (HasFatalFailure()) return;
       }
+    }
+  }
+}
+
+// B read in place (rows under a page) and larger than half an L2: the tiled kernel prefetches
+// B's rows ahead (its name ends in _pf), with the same results; a column tail too (AVX2 packs B
+// there instead). Smaller B is not prefetched.
+TEST(JitGemm, LargeBReadInPlaceIsPrefetched) {
+  std::mt19937 rng(14);
+  const int64_t l2 = cpu_info().l2_bytes > 0 ? cpu_info().l2_bytes : int64_t(1) << 20;
+  const int64_t k = std::min<int64_t>(l2 / (512 * 4) + 1, 8192);  // B a whole L2 at 512 columns
+  for (Isa isa : isa_levels()) {
+    for (auto [rows, n, prefetched] : {std::tuple<int64_t, int64_t, bool>{k, 512, true}, {k, 500, isa == Isa::AVX512},
+                                       {64, 512, false}}) {
+      const Case c = matmul({37, rows}, {rows, n}, false, false);
+      check(c, isa, 37, rng);
+      if (HasFatalFailure()) return;
+      const Outcome o = run(c, inputs_for(c, rng, true), JitConfig{true, isa});
+      const bool pf = o.kernel.size() > 3 && o.kernel.compare(o.kernel.size() - 3, 3, "_pf") == 0;
+      EXPECT_EQ(pf, prefetched) << o.kernel << " for " << c.str() << ", L2 " << (l2 >> 10) << " KiB";
     }
   }
 }

@@ -474,6 +474,8 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
           }
           return;
         }
+        if (p_.b_prefetch)
+          for (int64_t line = 0; line < nv * vb_; line += 64) g_.prefetcht0(ptr[r11 + bo + p_.b_prefetch + line]);
         for (int v = 0; v < nv; ++v) {
           const Address b = ptr[r11 + bo + v * vb_];
           if (b_masked && last(v)) {

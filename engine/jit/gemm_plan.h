@@ -55,6 +55,11 @@ struct Plan {
   // reads row-major B in place, ldb floats per k (GEMV always; TILED when its rows are short:
   // make_plan says when).
   bool pack_b = false;
+  // TILED, B read in place: each k step also prefetches B's row this many bytes ahead into L1
+  // (0: none). Set where B is larger than half an L2, so that the first row panel to pass over
+  // a block of B (which brings it from L3, its row stride defeating the hardware prefetchers'
+  // page-bound streams) does not wait for each line.
+  int64_t b_prefetch = 0;
   // GEMV with a large B: K is summed in kseg segments of kc rows (the last may be shorter), and
   // each segment's sum is added to C in order: C = act((…((seg 0 + bias) + seg 1) + …) + seg
   // kseg−1), one thread or several alike, and a slice of the columns (a part of a column split)
