@@ -68,21 +68,30 @@ void run_matmul(benchmark::State& st, int64_t m, int64_t n, int64_t k, bool laye
   if (ran) finish(st, o, layer);
 }
 
-// nnasm's square MATMUL (as BM_gemm_square_nnasm) and oneDNN's, head to head.
-void BM_gemm_square_vs_onednn(benchmark::State& st) {
-  const int64_t n = st.range(0);
-  Operands o(n, n, n);
-  auto p = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "y"); });
+// nnasm's MATMUL of [m, k]·[k, n] (as BM_gemm_square_nnasm) and oneDNN's, head to head.
+void gemm_vs_onednn(benchmark::State& st, int64_t m, int64_t k, int64_t n) {
+  Operands o(m, n, k);
+  auto p = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {m, k}), g.input("b", {k, n})), "y"); });
   if (!p) {
     st.SkipWithError("prepare failed");
     return;
   }
   with_matmul(st, o, 1, [&](const std::string& label, auto call) {
     st.SetLabel(std::string(p->ex->kernel_name(0)) + " vs " + label);
-    head_to_head(st, 2.0 * n * n * n, [&] { p->ex->run(); }, call);
+    head_to_head(st, 2.0 * m * n * k, [&] { p->ex->run(); }, call);
   });
 }
+void BM_gemm_square_vs_onednn(benchmark::State& st) { gemm_vs_onednn(st, st.range(0), st.range(0), st.range(0)); }
 BENCHMARK(BM_gemm_square_vs_onednn)->RangeMultiplier(2)->Range(32, 2048)->Unit(benchmark::kMillisecond);
+// Batch-64 and -128 layers (M/K/N): the MLP's first, and wide inputs whose weights (3–8 MiB)
+// stream from L3, B read in place.
+void BM_gemm_layer_vs_onednn(benchmark::State& st) { gemm_vs_onednn(st, st.range(0), st.range(1), st.range(2)); }
+BENCHMARK(BM_gemm_layer_vs_onednn)
+    ->Args({64, 784, 256})
+    ->Args({64, 1536, 512})
+    ->Args({64, 4096, 512})
+    ->Args({128, 2048, 512})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_gemm_square_onednn(benchmark::State& st) { run_matmul(st, st.range(0), st.range(0), st.range(0), false); }
 BENCHMARK(BM_gemm_square_onednn)->Apply(square_sizes);
