@@ -237,7 +237,8 @@ TEST_F(CliTest, InfoPrintsTheMachine) {
   const CpuInfo& cpu = cpu_info();
   EXPECT_EQ(r.out.rfind("cpu:      " + cpu.vendor + " (", 0), 0u) << r.out;
   if (cpu.l2_bytes > 0) {
-    EXPECT_NE(r.out.find(fmt::format("\nl2:       {} KiB per thread\n", cpu.l2_bytes / 1024)), std::string::npos) << r.out;
+    const std::string l2 = fmt::format("\nl2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
+    EXPECT_NE(r.out.find(l2), std::string::npos) << r.out;
   } else {
     EXPECT_EQ(r.out.find("l2:"), std::string::npos) << r.out;
   }

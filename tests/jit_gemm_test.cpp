@@ -550,7 +550,8 @@ TEST(JitGemm, GemvSplitsAlongKWhereColumnsWouldNotPay) {
   }
   for (Isa isa : jit_levels()) {
     for (const Case& c : cases) {
-      SCOPED_TRACE(fmt::format("{}x{}·{}x{} on {}, L2 {} KiB: {}", c.m, c.k, c.k, c.n, isa_name(isa), l2 >> 10, c.why));
+      SCOPED_TRACE(
+          fmt::format("{}x{}·{}x{} on {}, L2 {} KiB: {}", c.m, c.k, c.k, c.n, isa_name(isa), l2 >> 10, c.why));
       const GemmJitDesc d = DirectCase{c.m, c.n, c.k, false, false, false, false, Activation::NONE}.desc();
       ASSERT_EQ(jit_gemm_parts(d, isa, 2), 2);
       for (int p = 0; p < 2; ++p) {

@@ -244,7 +244,8 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 bool split_k(const gemm::Plan& p, const GemmJitDesc& d) {
   if (p.mode != gemm::Mode::GEMV || p.kseg <= 1) return false;
   const int64_t b_bytes = d.k * d.n * 4, l2 = cpu_info().l2_bytes;
-  return p.n <= p.vlen || 2 * p.m * d.n * p.k < GEMV_PART_FLOPS || (l2 > 0 && 4 * b_bytes > 3 * l2 && b_bytes <= 2 * l2);
+  const bool past_one_l2 = l2 > 0 && 4 * b_bytes > 3 * l2 && b_bytes <= 2 * l2;
+  return p.n <= p.vlen || 2 * p.m * d.n * p.k < GEMV_PART_FLOPS || past_one_l2;
 }
 // A tiled product with as many rows as columns (and no batch loops) splits its rows.
 constexpr int64_t ROWS_PER_PART = 16;

@@ -101,7 +101,8 @@ int tool_main(int argc, char** argv) {
   opt_cmd->add_flag("--list", opt.list, "List the passes with their levels and exit");
 
   nnasm::InfoOptions info;
-  CLI::App* info_cmd = app.add_subcommand("info", "CPU features, L2 per thread, the ISA in use and its cap; a listing's contents");
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "CPU features, L2 per thread, the ISA in use and its cap; a listing's contents");
   info_cmd->add_option("FILE", info.file, "Listing or model file to describe (optional)");
   info_cmd->add_flag("--memory", info.memory,
                      "With FILE: arena size before and after memory planning, and the listing with each "
