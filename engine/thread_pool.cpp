@@ -40,8 +40,8 @@ ThreadPool::ThreadPool(int threads, ExternalFn external, void* user)
 ThreadPool::ThreadPool(int threads, int spin_us) : spin_us_(spin_us > 0 ? spin_us : 0) {
   const int n = threads > 1 ? threads - 1 : 0;
   awake_.assign(n + 1, 1);
-  claimed_.reset(new Claim[n + 1]);
-  done_.reset(new Done[n + 1]);
+  claimed_.reset(new GenLine[n + 1]);
+  done_.reset(new GenLine[n + 1]);
   workers_.reserve(n);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker(i + 1); });
 }

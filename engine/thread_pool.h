@@ -58,13 +58,11 @@ class ThreadPool {
   // Lines are 128 bytes apart: Intel's spatial prefetcher fetches lines in aligned pairs, and a
   // line read by the other side must not come along with one being written.
   static constexpr size_t LINE = 128;
-  // Per worker: the last job whose tasks it claimed (or the caller took over), and the last job
-  // whose tasks it finished. Separate lines: the caller reads `done` every job; `claimed` it reads
-  // only when it considers taking the tasks over, so the worker's claim stays a local write.
-  struct alignas(LINE) Claim {
-    std::atomic<uint32_t> gen{0};
-  };
-  struct alignas(LINE) Done {
+  // A job generation on a line of its own. Per worker, two: the last job whose tasks it claimed
+  // (or the caller took over), and the last job whose tasks it finished. Separate lines: the
+  // caller reads `done` every job; `claimed` it reads only when it considers taking the tasks
+  // over, so the worker's claim stays a local write.
+  struct alignas(LINE) GenLine {
     std::atomic<uint32_t> gen{0};
   };
   // How long the caller waits, after its own tasks, for an awake worker's tasks to be done before
@@ -94,8 +92,8 @@ class ThreadPool {
   // Whether worker w claimed its tasks of the last job it had any in (else the caller takes
   // them over without waiting: it is likely asleep or descheduled). The caller's, under busy_.
   std::vector<char> awake_;
-  std::unique_ptr<Claim[]> claimed_;
-  std::unique_ptr<Done[]> done_;
+  std::unique_ptr<GenLine[]> claimed_;
+  std::unique_ptr<GenLine[]> done_;
   int spin_us_ = SPIN_US;
   ExternalFn external_ = nullptr;
   void* external_user_ = nullptr;

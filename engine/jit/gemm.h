@@ -76,9 +76,9 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // and the last part to finish adds the others' sums into C. A tiled product with at least as
 // many rows as columns splits M, so that each part writes its own contiguous rows of C (the
 // weight gradient an optimizer step then updates in the same halves); other products split N
-// into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB for a K split,
-// under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel. Each element of
-// C is computed exactly as by the whole kernel.
+// into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB
+// for a K split, under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel.
+// Each element of C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts; with `along_k`, a
 // GEMV's K segments split among the parts whatever its width: jit_gemm then has no kernel unless

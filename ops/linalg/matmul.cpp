@@ -24,6 +24,7 @@
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/act_grad.h"
 #include "ops/linalg/gemm.h"
+#include "ops/linalg/gemm_request.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -86,23 +87,15 @@ size_t matmul_scratch(const Instruction& ins, const TensorType* in, const Tensor
                   jit_gemm_scratch_bytes(jit_desc(ins, in, out)));
 }
 
-// The descriptor a request asks for: in training, a product that reads a trained weight blocks K
-// for a split along it.
-GemmJitDesc request_desc(const JitRequest& r) {
-  GemmJitDesc d = jit_desc(r.ins, r.in, r.out);
-  d.two_k_blocks = r.reads_trained_param;
-  return d;
-}
-
 Result<std::shared_ptr<const JitKernel>> matmul_jit(const JitRequest& r, KernelCache& cache) {
-  return jit_gemm(jit_gemm_part(request_desc(r), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, cache);
+  return gemm_request_jit(jit_desc(r.ins, r.in, r.out), r, cache);
 }
 
 bool matmul_span(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end) {
-  return jit_gemm_span(jit_gemm_part(request_desc(r), r.isa, r.part, r.n_parts, r.split_reduction), r.isa, output, k, begin, end);
+  return gemm_request_span(jit_desc(r.ins, r.in, r.out), r, output, k, begin, end);
 }
 
-int matmul_parts(const JitRequest& r, int threads) { return jit_gemm_parts(request_desc(r), r.isa, threads); }
+int matmul_parts(const JitRequest& r, int threads) { return gemm_request_parts(jit_desc(r.ins, r.in, r.out), r, threads); }
 
 void matmul_ref(const KernelArgs* k) {
   const Shape &as = k->in_type[0].shape, &bs = k->in_type[1].shape, &ys = k->out_type[0].shape;
