@@ -599,16 +599,18 @@ TEST(JitGemm, TwoKBlocksLetATrainedLayerSplitAlongK) {
 }
 
 // Tiled products split into parallel parts: rows when M ≥ N (each part its own contiguous rows
-// of C), columns otherwise. Called directly, each part on its own scratch, the parts together
-// give C bitwise equal to the whole kernel's, for every transpose, with a bias and an
-// activation; nothing past C is written.
+// of C), columns otherwise; from 4 parts, a row split that packs B (Bᵀ, or rows a page or more
+// apart) as a grid of row blocks cut into column slices. Called directly, each part on its own
+// scratch, the parts together give C bitwise equal to the whole kernel's, for every transpose,
+// with a bias and an activation; nothing past C is written.
 TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
   const DirectCase cases[] = {{784, 256, 64, true, false, false, false, Activation::NONE},
                               {300, 37, 70, false, false, true, false, Activation::RELU},
                               {97, 45, 300, false, true, false, false, Activation::NONE},
                               {130, 130, 33, true, true, true, false, Activation::TANH},
                               {64, 256, 784, false, false, true, false, Activation::RELU},
-                              {40, 1100, 30, false, true, false, false, Activation::NONE}};
+                              {40, 1100, 30, false, true, false, false, Activation::NONE},
+                              {1100, 1030, 50, false, false, true, false, Activation::RELU}};
   std::mt19937 rng(12);
   for (Isa isa : jit_levels()) {
     for (const DirectCase& s : cases) {
@@ -627,18 +629,32 @@ TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
       std::vector<float> want = o.c0;
       run(*whole.value(), want);
       for (size_t i = s.m * s.n; i < want.size(); ++i) ASSERT_EQ(want[i], o.c0[i]) << "guard " << i;
-      for (int threads : {2, 3, 5}) {
+      for (int threads : {2, 3, 4, 5, 8, 16}) {
         const int n_parts = jit_gemm_parts(d, isa, threads);
         ASSERT_GT(n_parts, 1) << threads << " threads";
+        ASSERT_LE(n_parts, threads);
+        // Rows split as a grid only where B is packed (Bᵀ, or 1030 columns: rows a page apart),
+        // and always for the near-square ones at an even count of parts from 4 (where two column
+        // slices read less of A and B than rows alone: n/2·|B| + 2·|A| < n·|B| + |A|).
+        const bool packed = s.m >= s.n && (s.tb || s.n >= 1024);
+        const bool grid = packed && n_parts >= 4 && n_parts % 2 == 0 && n_parts * s.n > 2 * s.m;
+        bool sliced = false;
         std::vector<float> c = o.c0;
         for (int q = n_parts - 1; q >= 0; --q) {
           const GemmJitDesc part = jit_gemm_part(d, isa, q, n_parts);
           EXPECT_EQ(part.m_end != 0, s.m >= s.n) << "rows split when M ≥ N";
+          if (s.m >= s.n) sliced |= part.n_end != 0;
           auto k = jit_gemm(part, isa, cache);
           ASSERT_TRUE(k && k.value()) << "part " << q << " of " << n_parts;
           run(*k.value(), c);
         }
         ASSERT_EQ(std::memcmp(c.data(), want.data(), c.size() * 4), 0) << n_parts << " parts";
+        if (!packed) {
+          EXPECT_FALSE(sliced) << n_parts << " parts: rows alone";
+        }
+        if (grid) {
+          EXPECT_TRUE(sliced) << n_parts << " parts: a grid";
+        }
       }
     }
   }

@@ -194,12 +194,12 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
 
 // `split_updates`: also require some optimizer step to be split (JIT, threads > 1).
 void expect_same_for_any_threads(const std::function<void(Program&, Graph&)>& record, bool train,
-                                 bool split_updates = false) {
+                                 bool split_updates = false, std::initializer_list<int> counts = {2, 3}) {
   for (Isa isa : isas()) {
     int parts1 = 0, parts = 0, update1 = 0, update = 0;
     const auto one = run_program(record, isa, 1, train, &parts1, &update1);
     EXPECT_EQ(parts1, 1);
-    for (int threads : {2, 3}) {
+    for (int threads : counts) {
       const auto many = run_program(record, isa, threads, train, &parts, &update);
       if (isa != Isa::REF) {
         EXPECT_GT(parts, 1) << "no step was split at " << isa_name(isa);
@@ -227,6 +227,16 @@ void mlp(Program& p, Graph& g, int64_t batch, bool train, const OptimizerSpec& o
 
 TEST(ParallelSteps, MlpForwardBatch1IsBitwiseTheSame) {
   expect_same_for_any_threads([](Program& p, Graph& g) { mlp(p, g, 1, false); }, false);
+}
+
+// From 4 parts, a product whose B is packed (here Bᵀ) splits as a grid of row blocks and
+// column slices (engine/jit/gemm_plan.cpp): the same bits as one thread's, with the ReLU fused.
+TEST(ParallelSteps, GridSplitProductIsBitwiseTheSame) {
+  expect_same_for_any_threads(
+      [](Program&, Graph& g) {
+        g.output(relu(matmul(g.input("a", {256, 96}), g.input("b", {192, 96}), false, true)), "c");
+      },
+      false, false, {2, 3, 4, 8});
 }
 
 TEST(ParallelSteps, MlpTrainingBatch64IsBitwiseTheSame) {

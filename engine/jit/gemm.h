@@ -75,8 +75,9 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // not for two, its parts take consecutive segments instead, each streaming its own rows of B,
 // and the last part to finish adds the others' sums into C. A tiled product with at least as
 // many rows as columns splits M, so that each part writes its own contiguous rows of C (the
-// weight gradient an optimizer step then updates in the same halves); other products split N
-// into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB
+// weight gradient an optimizer step then updates in the same halves); from 4 parts, one that
+// packs B splits into a grid of row blocks and column slices instead, so that B is not packed
+// once per part. Other products split N into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB
 // for a K split, under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel.
 // Each element of C is computed exactly as by the whole kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/executor.h"
@@ -75,6 +76,16 @@ inline double best_time(const std::function<void()>& f, int reps = 15) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
+}
+
+// The thread counts a scaling benchmark runs at: `first` (1 or 2), doubling, and the machine's
+// core count (at least 2, so that the 2-thread rows exist on any machine).
+inline std::vector<int64_t> thread_counts(int64_t first) {
+  const int64_t cores = std::max<int64_t>(2, std::thread::hardware_concurrency());
+  std::vector<int64_t> counts;
+  for (int64_t t = first; t < cores; t *= 2) counts.push_back(t);
+  counts.push_back(cores);
+  return counts;
 }
 
 }  // namespace nnasm
