@@ -244,6 +244,8 @@ TEST_F(CliTest, InfoPrintsTheMachine) {
   }
   EXPECT_NE(r.out.find("\nisa:      "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(fmt::format("best {}", isa_name(cpu.best))), std::string::npos) << r.out;
+  // The tool inherits this process's environment, NNASM_THREADS included.
+  EXPECT_NE(r.out.find(fmt::format("\nthreads:  {} (", Context().threads())), std::string::npos) << r.out;
 }
 
 // As written, the four [2,8] temporaries (one 64-byte line each) fit two slots: {a, c} and {b, d}.

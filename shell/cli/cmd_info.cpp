@@ -1,6 +1,9 @@
 // `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing or model file holds — the
 // questions a user asks before timing or shipping a model — and, with --memory, where the
 // executor puts its temporaries.
+#include <cstdlib>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "engine/context.h"
@@ -105,6 +108,11 @@ Status cmd_info(const InfoOptions& o) {
   if (cpu.l2_bytes > 0) fmt::print("l2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
   fmt::print("isa:      {} (best {}, cap {}{})\n", isa_name(jit.isa()), isa_name(cpu.best), isa_name(jit.cap),
              jit.enabled ? "" : ", JIT off: NNASM_JIT=0");
+  // The parallel steps' threads: one per core unless NNASM_THREADS says otherwise.
+  const char* env = std::getenv("NNASM_THREADS");
+  const bool set = env && *env && std::atoi(env) == ctx.threads();
+  fmt::print("threads:  {} ({}{} cores)\n", ctx.threads(), set ? "NNASM_THREADS; " : "one per core: ",
+             std::thread::hardware_concurrency());
   if (o.file.empty()) return Status::ok();
 
   Program p(ctx);

@@ -102,7 +102,8 @@ int tool_main(int argc, char** argv) {
 
   nnasm::InfoOptions info;
   CLI::App* info_cmd =
-      app.add_subcommand("info", "CPU features, L2 per thread, the ISA in use and its cap; a listing's contents");
+      app.add_subcommand("info", "CPU features, L2 per thread, the ISA in use and its cap, the threads; "
+                                 "a listing's contents");
   info_cmd->add_option("FILE", info.file, "Listing or model file to describe (optional)");
   info_cmd->add_flag("--memory", info.memory,
                      "With FILE: arena size before and after memory planning, and the listing with each "
