@@ -264,7 +264,7 @@ struct Grid {
 // per block of rows and reads each row of A once per slice: of the grids that fit (16 rows a
 // block, a micro-kernel width a slice), the one that reads the fewest bytes of A and B,
 // rows × |B| + cols × |A| (1024² on 16 threads: 4 × 4, 10–12% faster than 16 × 1 there; on 8,
-// 4 × 2, 7–11%). Below GRID_MIN_PARTS, or with B read in place (not packed), it is the row
+// 4 × 2, level). Below GRID_MIN_PARTS, or with B read in place (not packed), it is the row
 // split: the weight gradient then keeps the rows the optimizer step's parts update.
 Grid part_grid(const gemm::Plan& p, int n_parts) {
   const int64_t row_blocks = p.m / ROWS_PER_PART, units = (p.n + p.nr() - 1) / p.nr();
