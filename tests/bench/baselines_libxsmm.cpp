@@ -46,34 +46,39 @@ BENCHMARK(BM_gemm_gemv_784x256_libxsmm)->Unit(benchmark::kMicrosecond);
 void BM_gemm_b64_784x256_libxsmm(benchmark::State& st) { run_smm(st, kLayerBatch, kLayerOut, kLayerIn, true); }
 BENCHMARK(BM_gemm_b64_784x256_libxsmm)->Unit(benchmark::kMicrosecond);
 
-// nnasm's square MATMUL (as BM_gemm_square_nnasm) and libxsmm's kernel, head to head.
-void BM_gemm_square_vs_libxsmm(benchmark::State& st) {
-  const int64_t n = st.range(0);
+// nnasm's MATMUL of [m, k]·[k, n] (as BM_gemm_square_nnasm) and libxsmm's kernel, head to head.
+void gemm_vs_libxsmm(benchmark::State& st, int64_t m, int64_t k, int64_t n) {
   libxsmm_init();
-  Operands o(n, n, n);
+  Operands o(m, n, k);
   const float alpha = 1.f, beta = 0.f;
-  const libxsmm_smmfunction kernel = libxsmm_smmdispatch(static_cast<libxsmm_blasint>(n), static_cast<libxsmm_blasint>(n),
-                                                         static_cast<libxsmm_blasint>(n), nullptr, nullptr, nullptr,
+  const libxsmm_smmfunction kernel = libxsmm_smmdispatch(static_cast<libxsmm_blasint>(n), static_cast<libxsmm_blasint>(m),
+                                                         static_cast<libxsmm_blasint>(k), nullptr, nullptr, nullptr,
                                                          &alpha, &beta, nullptr, nullptr);
-  auto b = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {n, n}), g.input("b", {n, n})), "y"); });
+  auto b = bench_program([&](Graph& g) { g.output(matmul(g.input("a", {m, k}), g.input("b", {k, n})), "y"); });
   if (!kernel || !b) {
     st.SkipWithError("no kernel");
     return;
   }
   st.SetLabel(b->ex->kernel_name(0));
   head_to_head(
-      st, 2.0 * n * n * n, [&] { b->ex->run(); },
+      st, 2.0 * m * n * k, [&] { b->ex->run(); },
       [&] {
         kernel(o.b, o.a, o.c);
         benchmark::DoNotOptimize(o.c);
       });
 }
+void BM_gemm_square_vs_libxsmm(benchmark::State& st) { gemm_vs_libxsmm(st, st.range(0), st.range(0), st.range(0)); }
 BENCHMARK(BM_gemm_square_vs_libxsmm)->RangeMultiplier(2)->Range(32, 512)->Unit(benchmark::kMillisecond);
+// The 784→256 layer (M/K/N) at batch 1 (the GEMV) and 64.
+void BM_gemm_layer_vs_libxsmm(benchmark::State& st) { gemm_vs_libxsmm(st, st.range(0), st.range(1), st.range(2)); }
+BENCHMARK(BM_gemm_layer_vs_libxsmm)->Args({1, 784, 256})->Args({64, 784, 256})->Unit(benchmark::kMillisecond);
 
 #else
 
 void BM_gemm_square_libxsmm(benchmark::State& st) { missing(st, "libxsmm-dev"); }
 BENCHMARK(BM_gemm_square_libxsmm);
+void BM_gemm_layer_vs_libxsmm(benchmark::State& st) { missing(st, "libxsmm-dev"); }
+BENCHMARK(BM_gemm_layer_vs_libxsmm);
 
 #endif
 

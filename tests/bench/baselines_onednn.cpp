@@ -83,10 +83,11 @@ void gemm_vs_onednn(benchmark::State& st, int64_t m, int64_t k, int64_t n) {
 }
 void BM_gemm_square_vs_onednn(benchmark::State& st) { gemm_vs_onednn(st, st.range(0), st.range(0), st.range(0)); }
 BENCHMARK(BM_gemm_square_vs_onednn)->RangeMultiplier(2)->Range(32, 2048)->Unit(benchmark::kMillisecond);
-// Batch-64 and -128 layers (M/K/N): the MLP's first, and wide inputs whose weights (3–8 MiB)
-// stream from L3, B read in place.
+// Layers (M/K/N): the MLP's first at batch 1 (the GEMV) and 64, and wide inputs at batch 64 and
+// 128 whose weights (3–8 MiB) stream from L3, B read in place.
 void BM_gemm_layer_vs_onednn(benchmark::State& st) { gemm_vs_onednn(st, st.range(0), st.range(1), st.range(2)); }
 BENCHMARK(BM_gemm_layer_vs_onednn)
+    ->Args({1, 784, 256})
     ->Args({64, 784, 256})
     ->Args({64, 1536, 512})
     ->Args({64, 4096, 512})
