@@ -610,7 +610,9 @@ TEST(JitGemm, TiledPartsMatchTheWholeKernel) {
                               {130, 130, 33, true, true, true, false, Activation::TANH},
                               {64, 256, 784, false, false, true, false, Activation::RELU},
                               {40, 1100, 30, false, true, false, false, Activation::NONE},
-                              {1100, 1030, 50, false, false, true, false, Activation::RELU}};
+                              {1100, 1030, 50, false, false, true, false, Activation::RELU},
+                              // A packed too (rows a page apart): each grid part packs its rows.
+                              {300, 200, 1030, false, true, false, false, Activation::NONE}};
   std::mt19937 rng(12);
   for (Isa isa : jit_levels()) {
     for (const DirectCase& s : cases) {
