@@ -222,9 +222,9 @@ namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
 constexpr int64_t TILED_PART_FLOPS = int64_t(1) << 20;
 // A K split pays from 256 KiB of B (about 1.8 µs of streaming on one core): a parallel step's
-// hand-off costs about 0.8 µs on the 2-core machine we measure on (BM_threads_pool_empty_job;
-// a cache line's round trip between the cores 0.63 µs), and the MLP's 128 KiB second layer ran
-// slower split than whole.
+// hand-off cost about 0.8 µs on the 2-core machine we measured on when this was set
+// (BM_threads_pool_empty_job; 0.4 µs since the pool's protocol changed, 0.6–1.1 µs at 4–16
+// threads on a 16-core host), and the MLP's 128 KiB second layer ran slower split than whole.
 constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
