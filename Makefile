@@ -8,6 +8,7 @@
 #   make test-isa  the suite at every ISA level and with the JIT off
 #   make bench     google benchmark (tests/bench/)
 #   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
+#   make bench-threads  the thread sweep, 1, 2, 4, … threads up to the machine's cores
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
 #   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
@@ -95,7 +96,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-torch onnx-models fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-threads bench-torch onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -158,6 +159,16 @@ bench: deps
 	NNASM_THREADS=1 $(BENCH) --benchmark_filter=-'BM_threads_sgemm_(vs_)?onednn' --benchmark_repetitions=5 \
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 	NNASM_THREADS=1 $(BENCH) --benchmark_filter='BM_threads_sgemm_(vs_)?onednn' --benchmark_repetitions=5 \
+	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+
+# The thread sweep (tests/bench/threads_bench.cpp: 1, 2, 4, … threads up to the machine's cores),
+# for a machine with more cores than the one README's tables come from; oneDNN's rows after, in a
+# process of their own.
+bench-threads: deps
+	@$(MAKE) $(JOBS) $(BENCH)
+	$(BENCH) --benchmark_filter='BM_threads_(pool|cache|mlp|gemv|sgemm/)' --benchmark_repetitions=3 \
+	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
+	$(BENCH) --benchmark_filter='BM_threads_sgemm_onednn/' --benchmark_repetitions=3 \
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 
 # The GEMM rows (nnasm, Eigen and the installed baselines), then their medians as one table with
