@@ -77,9 +77,10 @@ Result<std::shared_ptr<const JitKernel>> jit_gemm(const GemmJitDesc& d, Isa isa,
 // many rows as columns splits M, so that each part writes its own contiguous rows of C (the
 // weight gradient an optimizer step then updates in the same halves); from 4 parts, one that
 // packs B splits into a grid of row blocks and column slices instead, so that B is not packed
-// once per part. Other products split N into slices, each a multiple of the micro-kernel width. 1 for small products (B under 256 KiB
-// for a K split, under 256 KFLOP for a GEMV split in N, 1 MFLOP tiled) and for the dot kernel.
-// Each element of C is computed exactly as by the whole kernel.
+// once per part. Other products split N into slices, each a multiple of the micro-kernel width.
+// 1 for small products (B under 256 KiB for a K split, under 256 KFLOP for a GEMV split in N,
+// 1 MFLOP tiled) and for the dot kernel. Each element of C is computed exactly as by the whole
+// kernel.
 int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads);
 // `d` restricted to part `part` of `n_parts` (as jit_gemm_parts chose n_parts; with `along_k`, a
 // GEMV's K segments split among the parts whatever its width: jit_gemm then has no kernel unless

@@ -266,8 +266,9 @@ struct Grid {
 // rows × |B| + cols × |A| (1024² on 16 threads: 4 × 4, 10–12% faster than 16 × 1 there; on 8,
 // 4 × 2, level). Below GRID_MIN_PARTS, or with B read in place (not packed), it is the row
 // split: the weight gradient then keeps the rows the optimizer step's parts update.
-Grid part_grid(const gemm::Plan& p, int n_parts) {
-  const int64_t row_blocks = p.m / ROWS_PER_PART, units = (p.n + p.nr() - 1) / p.nr();
+// `units`: the product's column slices of one micro-kernel width each.
+Grid part_grid(const gemm::Plan& p, int n_parts, int64_t units) {
+  const int64_t row_blocks = p.m / ROWS_PER_PART;
   if (!p.pack_b || n_parts < GRID_MIN_PARTS) return n_parts <= row_blocks ? Grid{n_parts, 1} : Grid{};
   Grid best;
   int64_t least = 0;
@@ -291,7 +292,7 @@ int jit_gemm_parts(const GemmJitDesc& d, Isa isa, int threads) {
   if (split_rows(p)) {
     // The most parts, up to one a thread, that some grid fits (a prime count may not).
     int n = static_cast<int>(std::min<int64_t>(threads, p.m / ROWS_PER_PART * (p.pack_b ? units : 1)));
-    while (n > 1 && !part_grid(p, n).rows) --n;
+    while (n > 1 && !part_grid(p, n, units).rows) --n;
     return n;
   }
   return static_cast<int>(std::min<int64_t>(threads, units));
@@ -313,7 +314,7 @@ GemmJitDesc jit_gemm_part(const GemmJitDesc& d, Isa isa, int part, int n_parts, 
     s.n_end = std::min(d.n, units * (i + 1) / n * unit);
   };
   if (split_rows(p)) {
-    Grid g = part_grid(p, n_parts);
+    Grid g = part_grid(p, n_parts, units);
     if (!g.rows) g = Grid{n_parts, 1};  // a count jit_gemm_parts does not choose: rows alone
     const int row = part / g.cols;
     s.m_begin = p.m * row / g.rows;

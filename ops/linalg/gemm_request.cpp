@@ -4,10 +4,15 @@
 namespace nnasm {
 namespace {
 
-// The descriptor of the part r asks for.
-GemmJitDesc part_of(GemmJitDesc whole, const JitRequest& r) {
+// The whole product as r asks for it: K blocked for a split along it where r reads a trained
+// weight.
+GemmJitDesc whole_of(GemmJitDesc whole, const JitRequest& r) {
   whole.two_k_blocks = r.reads_trained_param;
-  return jit_gemm_part(whole, r.isa, r.part, r.n_parts, r.split_reduction);
+  return whole;
+}
+// The descriptor of the part r asks for.
+GemmJitDesc part_of(const GemmJitDesc& whole, const JitRequest& r) {
+  return jit_gemm_part(whole_of(whole, r), r.isa, r.part, r.n_parts, r.split_reduction);
 }
 
 }  // namespace
@@ -21,8 +26,7 @@ bool gemm_request_span(GemmJitDesc whole, const JitRequest& r, bool output, int 
 }
 
 int gemm_request_parts(GemmJitDesc whole, const JitRequest& r, int threads) {
-  whole.two_k_blocks = r.reads_trained_param;
-  return jit_gemm_parts(whole, r.isa, threads);
+  return jit_gemm_parts(whole_of(whole, r), r.isa, threads);
 }
 
 }  // namespace nnasm

@@ -85,7 +85,7 @@ struct InfoOptions {
 };
 
 // `nnasm info [FILE] [--memory]`: the CPU features and L2 size found, the ISA level in use and the cap
-// (NNASM_ISA, NNASM_JIT); with FILE, its inputs, outputs, params, state and instruction counts per
+// (NNASM_ISA, NNASM_JIT), the thread count (NNASM_THREADS); with FILE, its inputs, outputs, params, state and instruction counts per
 // section; with --memory, the bytes of the planned temporaries with storage of their own each and
 // in the executor's arena (engine/memory_plan.h), the bytes of everything else, and the listing
 // as prepared (optimized) with each output's arena offset and the tensors sharing its slot.

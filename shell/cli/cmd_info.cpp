@@ -1,7 +1,6 @@
 // `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing or model file holds — the
 // questions a user asks before timing or shipping a model — and, with --memory, where the
 // executor puts its temporaries.
-#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -108,11 +107,11 @@ Status cmd_info(const InfoOptions& o) {
   if (cpu.l2_bytes > 0) fmt::print("l2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
   fmt::print("isa:      {} (best {}, cap {}{})\n", isa_name(jit.isa()), isa_name(cpu.best), isa_name(jit.cap),
              jit.enabled ? "" : ", JIT off: NNASM_JIT=0");
-  // The parallel steps' threads: one per core unless NNASM_THREADS says otherwise.
-  const char* env = std::getenv("NNASM_THREADS");
-  const bool set = env && *env && std::atoi(env) == ctx.threads();
-  fmt::print("threads:  {} ({}{} cores)\n", ctx.threads(), set ? "NNASM_THREADS; " : "one per core: ",
-             std::thread::hardware_concurrency());
+  // The parallel steps' threads: one per core unless NNASM_THREADS (which Context read) says
+  // otherwise.
+  const unsigned cores = std::thread::hardware_concurrency();
+  const bool per_core = ctx.threads() == static_cast<int>(cores > 0 ? cores : 1);
+  fmt::print("threads:  {} ({}{} cores)\n", ctx.threads(), per_core ? "one per core: " : "NNASM_THREADS; ", cores);
   if (o.file.empty()) return Status::ok();
 
   Program p(ctx);
