@@ -4,10 +4,15 @@
 // argument; 1 and 2 on the 2-core machine README's table comes from), measured in the same run.
 // oneDNN's SGEMM at the same counts is BM_threads_sgemm_onednn (baselines_onednn.cpp). And
 // what every parallel step pays on this machine: a job of one empty task per thread on the pool
-// (from 2 threads), and a cache line's round trip between two threads.
+// (from 2 threads), a cache line's round trip between two threads, and how equal and
+// independent the machine's cores are at the time of the run (BM_threads_core_speeds).
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "engine/optimizer.h"
@@ -103,7 +108,71 @@ void BM_threads_cache_line_round_trip(benchmark::State& st) {
   ping.store(-1, std::memory_order_release);
   echo.join();
 }
+// How equal and independent the cores are now: the same one-thread program (argument 0: the
+// MLP's first layer at batch 64, bound by the FMAs; 1: its GEMV at batch 1, bound by L2 reads),
+// one instance per core with operands of its own, run on a thread pinned to each core alone and
+// then on all of them at once. Nothing is shared and nothing waits on another thread, so on a
+// machine that gives each thread a core of its own every ratio is 1. Counters: the fastest core's
+// time per run alone (`fastest_us`), the slowest core's alone over it (`slowest_alone`), and the
+// slowest core's with all running over it (`slowest_together`). A parallel step runs at the speed
+// of its slowest part, so where these exceed 1 the thread rows above cannot scale: on a virtual
+// machine, a host that runs other work beside a virtual core (or clocks it lower) shows here.
+void BM_threads_core_speeds(benchmark::State& st) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return st.SkipWithError("sched_getaffinity failed");
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (cpus.size() < 2) return st.SkipWithError("one core");
+  const bool gemv = st.range(0) == 1;
+  const int64_t batch = gemv ? 1 : 64, calls = gemv ? 2000 : 60;
+  std::vector<std::unique_ptr<BenchProgram>> progs;
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    progs.push_back(threaded(1, [batch](Program&, Graph& g) {
+      g.output(linear(g.input("x", {batch, 784}), 256), "y");
+    }));
+    if (!progs.back()) return st.SkipWithError("prepare failed");
+  }
+  const size_t n = cpus.size();
+  std::vector<double> alone(n), together(n);
+  std::atomic<size_t> ready{0};
+  // Runs `calls` runs of core i's program on a thread pinned to it, after `wait_for` threads are
+  // ready; seconds per run.
+  auto block = [&](size_t i, size_t wait_for, double* seconds) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[i], &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    progs[i]->ex->run();  // on this core's caches
+    ready.fetch_add(1);
+    while (ready.load() < wait_for) {
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t c = 0; c < calls; ++c) progs[i]->ex->run();
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
+  };
+  double fastest = 0, slowest_alone = 0, slowest_together = 0;
+  for (auto _ : st) {
+    for (size_t i = 0; i < n; ++i) {
+      ready = 0;
+      std::thread(block, i, 1, &alone[i]).join();
+    }
+    ready = 0;
+    std::vector<std::thread> all;
+    for (size_t i = 0; i < n; ++i) all.emplace_back(block, i, n, &together[i]);
+    for (std::thread& t : all) t.join();
+    const double best = *std::min_element(alone.begin(), alone.end());
+    fastest += best;
+    slowest_alone += *std::max_element(alone.begin(), alone.end()) / best;
+    slowest_together += *std::max_element(together.begin(), together.end()) / best;
+  }
+  const double iters = static_cast<double>(st.iterations());
+  st.counters["fastest_us"] = fastest / iters * 1e6;
+  st.counters["slowest_alone"] = slowest_alone / iters;
+  st.counters["slowest_together"] = slowest_together / iters;
+}
 
+BENCHMARK(BM_threads_core_speeds)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_threads_pool_empty_job)->ArgsProduct({thread_counts(2)})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_cache_line_round_trip)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_threads_mlp_forward_b1)->ArgsProduct({thread_counts(1)})->Unit(benchmark::kMicrosecond);
