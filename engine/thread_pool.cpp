@@ -42,6 +42,7 @@ ThreadPool::ThreadPool(int threads, int spin_us) : spin_us_(spin_us > 0 ? spin_u
   awake_.assign(n + 1, 1);
   claimed_.reset(new GenLine[n + 1]);
   done_.reset(new GenLine[n + 1]);
+  ranges_.reset(new RangeLine[n + 1]);
   workers_.reserve(n);
   for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker(i + 1); });
 }
@@ -56,7 +57,7 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::run_tasks(int w, int n_tasks) {
   const TaskFn fn = fn_.load(std::memory_order_relaxed);
   void* const ctx = ctx_.load(std::memory_order_relaxed);
-  for (int t = w; t < n_tasks; t += threads()) fn(ctx, t);
+  if (w < n_tasks) fn(ctx, w);
 }
 
 bool ThreadPool::claim(int w, uint32_t gen) {
@@ -65,6 +66,30 @@ bool ThreadPool::claim(int w, uint32_t gen) {
   while (!not_before(seen, gen))
     if (c.compare_exchange_weak(seen, gen, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
   return false;
+}
+
+bool ThreadPool::take(int r, uint32_t gen, bool front, int* task) {
+  std::atomic<uint64_t>& word = ranges_[r].word;
+  uint64_t v = word.load(std::memory_order_acquire);
+  for (;;) {
+    const uint32_t f = (v >> 16) & 0xffff, b = v & 0xffff;
+    if (gen_of(v) != gen || f >= b) return false;
+    const uint64_t next = front ? v + (uint64_t(1) << 16) : v - 1;
+    if (word.compare_exchange_weak(v, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      *task = static_cast<int>(front ? f : b - 1);
+      return true;
+    }
+  }
+}
+
+void ThreadPool::run_balanced(int w, uint32_t gen) {
+  const TaskFn fn = fn_.load(std::memory_order_relaxed);
+  void* const ctx = ctx_.load(std::memory_order_relaxed);
+  const int threads = this->threads();
+  int t;
+  while (take(w, gen, true, &t)) fn(ctx, t);
+  for (int d = 1; d < threads; ++d)
+    while (take((w + d) % threads, gen, false, &t)) fn(ctx, t);
 }
 
 void ThreadPool::worker(int w) {
@@ -97,8 +122,14 @@ void ThreadPool::worker(int w) {
     seen = gen_of(job);
     // The count came with the generation. A late worker may see a job the caller has finished
     // (having taken this worker's tasks over): the claim then fails.
-    if (w >= count_of(job) || !claim(w, seen)) continue;
-    run_tasks(w, count_of(job));
+    const int n_tasks = count_of(job);
+    if (n_tasks > threads()) {
+      if (!claim(w, seen)) continue;
+      run_balanced(w, seen);
+    } else {
+      if (w >= n_tasks || !claim(w, seen)) continue;
+      run_tasks(w, n_tasks);
+    }
     done_[w].gen.store(seen, std::memory_order_release);
   }
 }
@@ -116,6 +147,13 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
   fn_.store(fn, std::memory_order_relaxed);
   ctx_.store(ctx, std::memory_order_relaxed);
   const uint32_t gen = gen_of(job_.load(std::memory_order_relaxed)) + 1;
+  const int threads = this->threads();
+  const bool balanced = n_tasks > threads;
+  if (balanced)
+    for (int w = 0; w < threads; ++w) {
+      const uint64_t front = uint64_t(n_tasks) * w / threads, back = uint64_t(n_tasks) * (w + 1) / threads;
+      ranges_[w].word.store(uint64_t(gen) << 32 | front << 16 | back, std::memory_order_relaxed);
+    }
   epoch_.store(gen, std::memory_order_relaxed);
   job_.store(uint64_t(gen) << 32 | uint64_t(n_tasks) << 16, std::memory_order_release);
   // Wake sleepers now, so that they are up for the jobs after this one. The read may miss a
@@ -123,16 +161,17 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
   // read-modify-write at the end wakes it.
   const bool woke = sleepers_.load(std::memory_order_relaxed) > 0;
   if (woke) futex_wake_all(&epoch_);
-  run_tasks(0, n_tasks);
-  const int used = std::min(n_tasks, threads());
   bool took_over = false;
+  if (balanced) run_balanced(0, gen);
+  else run_tasks(0, n_tasks);
+  const int used = std::min(n_tasks, threads);
   for (int w = 1; w < used; ++w) {
     std::atomic<uint32_t>& done = done_[w].gen;
     if (done.load(std::memory_order_acquire) == gen) continue;
     // Give an awake worker a moment to finish (it sees the job within a line transfer) before
     // looking at its claim, whose line it then writes again only after a transfer; one that was
-    // asleep or missed its last tasks, none.
-    if (awake_[w] && !woke) {
+    // asleep or missed its last tasks, none. In a balanced job every task is taken by now.
+    if (!balanced && awake_[w] && !woke) {
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(TAKE_OVER_US);
       for (int i = 1; done.load(std::memory_order_acquire) != gen; ++i) {
         cpu_pause();
@@ -140,10 +179,12 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
       }
       if (done.load(std::memory_order_acquire) == gen) continue;
     }
+    // The worker has not joined the job: this claim makes its own fail. Its task is the
+    // caller's; in a balanced job the others have run all of its run already.
     if (claim(w, gen)) {
       awake_[w] = 0;
       took_over = true;
-      run_tasks(w, n_tasks);
+      if (!balanced) run_tasks(w, n_tasks);
       continue;
     }
     awake_[w] = 1;

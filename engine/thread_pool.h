@@ -2,8 +2,10 @@
 // threads − 1 workers and the calling thread, and returns when every task is done. Built for
 // back-to-back jobs of a few microseconds each, where what a job costs is the cache lines that
 // cross between cores: a job is published with one store to a line the workers only read; task
-// t belongs to thread t mod threads, and a worker claims its tasks in a line of its own (no
-// contended compare-and-swap) and reports them done in another, which the caller reads. So a job
+// t belongs to thread t (a job of more tasks than threads gives each thread a run of them, which
+// the others take over from its end once theirs are done), and a worker claims its tasks in a
+// line of its own (no contended compare-and-swap) and reports them done in another, which the
+// caller reads. So a job
 // costs a line transfer each way, the least a fork-join can. A worker that is asleep, descheduled
 // or late has its tasks taken over by the caller. The fast path allocates nothing and makes no
 // system call; a worker spins a bounded time (SPIN_US) after each job before it sleeps on a
@@ -40,11 +42,14 @@ class ThreadPool {
 
   // Calls fn(ctx, t) exactly once for each t in [0, n_tasks), on the workers and the calling
   // thread, and returns when all calls have returned (their writes are then visible). Requires
-  // 0 ≤ n_tasks ≤ MAX_TASKS; fn must not call run on this pool. Task t runs on thread t mod
-  // threads() unless that thread is asleep or late, so jobs of up to threads() tasks of equal
-  // size balance best. No allocation, no system call unless a worker sleeps (then one futex
-  // wake). Thread-safe: a caller that finds the pool busy with another caller's job runs its own
-  // tasks itself, in order.
+  // 0 ≤ n_tasks ≤ MAX_TASKS; fn must not call run on this pool. Up to threads() tasks: task t
+  // runs on thread t unless that thread is asleep or late (the caller then runs it). More tasks
+  // balance: thread w owns the run of tasks [w·n/T, (w+1)·n/T) (T = threads()), runs them from
+  // the front, and then takes what is left of the others' runs from their backs, so that a thread
+  // that is slower or starts late leaves its last tasks to the others and each thread still runs
+  // the same tasks from job to job when none is. No allocation, no system call unless a worker
+  // sleeps (then one futex wake). Thread-safe: a caller that finds the pool busy with another
+  // caller's job runs its own tasks itself, in order.
   void run(int n_tasks, TaskFn fn, void* ctx);
 
   int threads() const { return external_ ? external_threads_ : static_cast<int>(workers_.size()) + 1; }
@@ -65,6 +70,12 @@ class ThreadPool {
   struct alignas(LINE) GenLine {
     std::atomic<uint32_t> gen{0};
   };
+  // A thread's run of tasks in a job of more tasks than threads: generation (32 bits) | front
+  // (16) | back (16), the tasks [front, back) not yet taken. Its owner takes from the front, the
+  // others from the back, each with a compare-and-swap that fails for another job's word.
+  struct alignas(LINE) RangeLine {
+    std::atomic<uint64_t> word{0};
+  };
   // How long the caller waits, after its own tasks, for an awake worker's tasks to be done before
   // it looks at the worker's claim, and runs the tasks itself if they are unclaimed (a worker sees
   // a job within a line transfer, well under a microsecond; one that takes longer has been
@@ -72,10 +83,15 @@ class ThreadPool {
   static constexpr int TAKE_OVER_US = 2;
 
   void worker(int w);
-  // Runs thread w's tasks of the job published last: t = w, w + threads, … below n_tasks.
+  // Runs thread w's task of a job of up to threads() tasks, published last: task w, if there is one.
   void run_tasks(int w, int n_tasks);
   // Claims worker w's tasks of job gen for the calling thread; false if another thread has.
   bool claim(int w, uint32_t gen);
+  // A job of more tasks than threads, as thread w: its own run, then the rest of the others'.
+  void run_balanced(int w, uint32_t gen);
+  // Takes a task of thread r's run of job gen, from the front or the back; false when none is
+  // left (or the word is another job's).
+  bool take(int r, uint32_t gen, bool front, int* task);
 
   // The job, written by the caller only, read by the workers: generation (32 bits) | task count
   // (16 bits) in one word, so that a worker sees a job's count with its generation; the function
@@ -94,6 +110,7 @@ class ThreadPool {
   std::vector<char> awake_;
   std::unique_ptr<GenLine[]> claimed_;
   std::unique_ptr<GenLine[]> done_;
+  std::unique_ptr<RangeLine[]> ranges_;
   int spin_us_ = SPIN_US;
   ExternalFn external_ = nullptr;
   void* external_user_ = nullptr;

@@ -114,6 +114,50 @@ TEST(ThreadPool, JobsAcrossSleepsRunEveryTaskOnce) {
   }
 }
 
+// A job of more tasks than threads balances: while one thread is held in the first task of its
+// run, the others run the rest of that run. Each held task waits until its run's other tasks
+// are done, which only another thread can do (or the held task runs last, on a thread that has
+// run them itself); a pool that ran a thread's tasks in order on that thread would hold it until
+// the deadline and fail.
+TEST(ThreadPool, OthersTakeOverTheRunOfAThreadHeldUp) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    constexpr int PER_THREAD = 4;
+    const int n = threads * PER_THREAD;
+    for (int held = 0; held < threads; ++held) {  // the thread whose first task holds it
+      struct Job {
+        int held_task = 0;
+        std::vector<std::atomic<int>> hits;
+        std::atomic<bool> timed_out{false};
+        explicit Job(int n) : hits(n) {}
+      } job(n);
+      job.held_task = held * PER_THREAD;
+      auto task = [](void* ctx, int t) {
+        auto* j = static_cast<Job*>(ctx);
+        if (t == j->held_task) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          auto rest_done = [&] {
+            for (int u = t + 1; u < t + PER_THREAD; ++u)
+              if (j->hits[u].load() == 0) return false;
+            return true;
+          };
+          while (!rest_done())
+            if (std::chrono::steady_clock::now() > give_up) {
+              j->timed_out = true;
+              break;
+            } else {
+              std::this_thread::yield();
+            }
+        }
+        j->hits[t].fetch_add(1);
+      };
+      pool.run(n, task, &job);
+      EXPECT_FALSE(job.timed_out) << "threads " << threads << ", held " << held;
+      for (int t = 0; t < n; ++t) EXPECT_EQ(job.hits[t].load(), 1) << "task " << t;
+    }
+  }
+}
+
 TEST(ThreadPool, OneThreadHasNoWorkers) {
   ThreadPool pool(1);
   Counts c(10);
@@ -239,6 +283,18 @@ TEST(ParallelSteps, GridSplitProductIsBitwiseTheSame) {
         g.output(relu(matmul(g.input("a", {256, 96}), g.input("b", {192, 96}), false, true)), "c");
       },
       false, false, {2, 3, 4, 8});
+}
+
+// Inference at batch 64: the first layer's column split runs as more slices than threads, which
+// the pool balances (engine/jit/gemm_plan.cpp, SLICES_PER_THREAD): whichever thread runs a
+// slice, the same bits as one thread's.
+TEST(ParallelSteps, MlpForwardBatch64SlicesAreBitwiseTheSame) {
+  auto record = [](Program& p, Graph& g) { mlp(p, g, 64, false); };
+  expect_same_for_any_threads(record, false, false, {2, 3, 4, 8});
+  if (cpu_info().best < Isa::AVX2) GTEST_SKIP() << "no JIT level";
+  int parts = 0, update = 0;
+  run_program(record, Isa::AVX2, 2, false, &parts, &update);
+  EXPECT_GT(parts, 2) << "the first layer in slices on 2 threads";
 }
 
 // Also at 4 and 8 threads, as the batch-1 forward.

@@ -151,25 +151,25 @@ void BM_threads_core_speeds(benchmark::State& st) {
     for (int64_t c = 0; c < calls; ++c) progs[i]->ex->run();
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
   };
-  double fastest = 0, slowest_alone = 0, slowest_together = 0;
+  // Each core's mean over the iterations: the ratio of two single blocks would be above 1 on
+  // equal cores by this machine's noise alone.
+  std::vector<double> alone_sum(n), together_sum(n);
   for (auto _ : st) {
     for (size_t i = 0; i < n; ++i) {
       ready = 0;
       std::thread(block, i, 1, &alone[i]).join();
+      alone_sum[i] += alone[i];
     }
     ready = 0;
     std::vector<std::thread> all;
     for (size_t i = 0; i < n; ++i) all.emplace_back(block, i, n, &together[i]);
     for (std::thread& t : all) t.join();
-    const double best = *std::min_element(alone.begin(), alone.end());
-    fastest += best;
-    slowest_alone += *std::max_element(alone.begin(), alone.end()) / best;
-    slowest_together += *std::max_element(together.begin(), together.end()) / best;
+    for (size_t i = 0; i < n; ++i) together_sum[i] += together[i];
   }
-  const double iters = static_cast<double>(st.iterations());
-  st.counters["fastest_us"] = fastest / iters * 1e6;
-  st.counters["slowest_alone"] = slowest_alone / iters;
-  st.counters["slowest_together"] = slowest_together / iters;
+  const double fastest = *std::min_element(alone_sum.begin(), alone_sum.end());
+  st.counters["fastest_us"] = fastest / static_cast<double>(st.iterations()) * 1e6;
+  st.counters["slowest_alone"] = *std::max_element(alone_sum.begin(), alone_sum.end()) / fastest;
+  st.counters["slowest_together"] = *std::max_element(together_sum.begin(), together_sum.end()) / fastest;
 }
 
 BENCHMARK(BM_threads_core_speeds)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
