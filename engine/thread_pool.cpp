@@ -180,7 +180,7 @@ void ThreadPool::run(int n_tasks, TaskFn fn, void* ctx) {
       if (done.load(std::memory_order_acquire) == gen) continue;
     }
     // The worker has not joined the job: this claim makes its own fail. Its task is the
-    // caller's; in a balanced job the others have run all of its run already.
+    // caller's; in a balanced job the others have taken all of its run already.
     if (claim(w, gen)) {
       awake_[w] = 0;
       took_over = true;
