@@ -123,13 +123,10 @@ void ThreadPool::worker(int w) {
     // The count came with the generation. A late worker may see a job the caller has finished
     // (having taken this worker's tasks over): the claim then fails.
     const int n_tasks = count_of(job);
-    if (n_tasks > threads()) {
-      if (!claim(w, seen)) continue;
-      run_balanced(w, seen);
-    } else {
-      if (w >= n_tasks || !claim(w, seen)) continue;
-      run_tasks(w, n_tasks);
-    }
+    const bool balanced = n_tasks > threads();  // every thread joins a balanced job
+    if ((!balanced && w >= n_tasks) || !claim(w, seen)) continue;
+    if (balanced) run_balanced(w, seen);
+    else run_tasks(w, n_tasks);
     done_[w].gen.store(seen, std::memory_order_release);
   }
 }

@@ -1,16 +1,15 @@
 // A small fork-join thread pool for the executor's parallel steps: `run` hands a job of n tasks to
 // threads − 1 workers and the calling thread, and returns when every task is done. Built for
 // back-to-back jobs of a few microseconds each, where what a job costs is the cache lines that
-// cross between cores: a job is published with one store to a line the workers only read; task
-// t belongs to thread t (a job of more tasks than threads gives each thread a run of them, which
-// the others take over from its end once theirs are done), and a worker claims its tasks in a
-// line of its own (no contended compare-and-swap) and reports them done in another, which the
-// caller reads. So a job
-// costs a line transfer each way, the least a fork-join can. A worker that is asleep, descheduled
-// or late has its tasks taken over by the caller. The fast path allocates nothing and makes no
-// system call; a worker spins a bounded time (SPIN_US) after each job before it sleeps on a
-// futex, so an idle pool burns no CPU and the next job after a pause runs on the caller while
-// the workers wake (tens of µs).
+// cross between cores: a job is published with one store to a line the workers only read; task t
+// belongs to thread t (a job of more tasks than threads gives each thread a run of them, which the
+// others take over from its end once theirs are done), and a worker claims its tasks in a line of
+// its own (no contended compare-and-swap) and reports them done in another, which the caller reads.
+// So a job costs a line transfer each way, the least a fork-join can. A worker that is asleep,
+// descheduled or late has its tasks taken over by the caller. The fast path allocates nothing and
+// makes no system call; a worker spins a bounded time (SPIN_US) after each job before it sleeps on
+// a futex, so an idle pool burns no CPU and the next job after a pause runs on the caller while the
+// workers wake (tens of µs).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -134,11 +134,10 @@ void BM_threads_core_speeds(benchmark::State& st) {
     if (!progs.back()) return st.SkipWithError("prepare failed");
   }
   const size_t n = cpus.size();
-  std::vector<double> alone(n), together(n);
   std::atomic<size_t> ready{0};
   // Runs `calls` runs of core i's program on a thread pinned to it, after `wait_for` threads are
-  // ready; seconds per run.
-  auto block = [&](size_t i, size_t wait_for, double* seconds) {
+  // ready; adds the seconds per run to *sum.
+  auto block = [&](size_t i, size_t wait_for, double* sum) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpus[i], &one);
@@ -149,7 +148,7 @@ void BM_threads_core_speeds(benchmark::State& st) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     for (int64_t c = 0; c < calls; ++c) progs[i]->ex->run();
-    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
+    *sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
   };
   // Each core's mean over the iterations: the ratio of two single blocks would be above 1 on
   // equal cores by this machine's noise alone.
@@ -157,14 +156,12 @@ void BM_threads_core_speeds(benchmark::State& st) {
   for (auto _ : st) {
     for (size_t i = 0; i < n; ++i) {
       ready = 0;
-      std::thread(block, i, 1, &alone[i]).join();
-      alone_sum[i] += alone[i];
+      std::thread(block, i, 1, &alone_sum[i]).join();
     }
     ready = 0;
     std::vector<std::thread> all;
-    for (size_t i = 0; i < n; ++i) all.emplace_back(block, i, n, &together[i]);
+    for (size_t i = 0; i < n; ++i) all.emplace_back(block, i, n, &together_sum[i]);
     for (std::thread& t : all) t.join();
-    for (size_t i = 0; i < n; ++i) together_sum[i] += together[i];
   }
   const double fastest = *std::min_element(alone_sum.begin(), alone_sum.end());
   st.counters["fastest_us"] = fastest / static_cast<double>(st.iterations()) * 1e6;
