@@ -419,16 +419,27 @@ TEST(ParallelSteps, TrainedLayersSplitAlongKBitwiseTheSame) {
 
 // The batch-1 MLP: the first layer splits its columns, and the second runs in the same parallel
 // job, split along K, each part on the slice of the first layer's output that it has just
-// written (Executor::join). Bitwise as one thread, also at 3 threads (3 column slices, which the
-// second layer's 2 K segments cannot match: no join there); an instance and run_steps run the
-// joined steps too.
+// written (Executor::join), at 2, 4 and 8 threads (the second layer's 8 K segments divide evenly).
+// Bitwise as one thread, also at 3 threads (3 column slices, which 8 segments cannot match: no
+// join there); an instance and run_steps run the joined steps too.
 TEST(ParallelSteps, Batch1LayersShareOneJob) {
   auto mlp = [](Program&, Graph& g) {
     g.output(softmax(linear(relu(linear(relu(linear(g.input("x", {1, 784}), 256)), 128)), 10)), "y");
   };
-  expect_same_for_any_threads(mlp, false);
+  expect_same_for_any_threads(mlp, false, false, {2, 3, 4, 8});
   for (Isa isa : isas()) {
     if (isa == Isa::REF) continue;
+    for (int threads : {4, 8}) {
+      Built b;
+      b.ctx.set_jit(JitConfig{true, isa});
+      b.ctx.set_threads(threads);
+      Graph g(b.p);
+      mlp(b.p, g);
+      auto ex = Executor::prepare(b.p);
+      ASSERT_TRUE(ex) << ex.status().message();
+      EXPECT_EQ(ex.value()->parts(0), threads) << isa_name(isa);
+      EXPECT_EQ(ex.value()->parts(1), 0) << isa_name(isa) << ", " << threads << " threads: no join";
+    }
     Built b;
     b.ctx.set_jit(JitConfig{true, isa});
     b.ctx.set_threads(2);
