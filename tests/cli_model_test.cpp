@@ -122,6 +122,20 @@ TEST_F(CliModelTest, InfoAndBenchDescribeAModelFile) {
   for (const char* want : {"forward runs), 1 thread, isa ", "batch 1 (%x f32[1,3])", "latency:    p50 ", " p99 ",
                            "throughput: "})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  // --profile: the listing again, each instruction with its time, share and kernel; it parses back.
+  r = tool({"bench", model, "--seconds", "0.05", "--threads", "1", "--profile"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t listing = r.out.find("\n\n", r.out.find("profile:    "));
+  ASSERT_NE(listing, std::string::npos) << r.out;
+  const std::string text = r.out.substr(listing + 2);
+  const size_t line = text.find("  LINEAR ");
+  ASSERT_NE(line, std::string::npos) << text;
+  const std::string linear = text.substr(line, text.find('\n', line) - line);
+  for (const char* want : {" us ", "%  kernel: "}) EXPECT_NE(linear.find(want), std::string::npos) << want << "\n" << linear;
+  Context back_ctx;
+  Program back(back_ctx);
+  const Status parsed = program_parse(text, "profile", &back);
+  EXPECT_TRUE(parsed.is_ok()) << parsed.message() << "\n" << text;
   r = tool({"bench", model, "--train"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("no update section"), std::string::npos) << r.err;

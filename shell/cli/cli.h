@@ -133,10 +133,13 @@ struct BenchOptions {
   double seconds = 2;            // measuring time after the warm-up
   int threads = 0;               // 0: the context's default (NNASM_THREADS, else the cores)
   bool train = false;            // time whole training steps instead of forward runs
+  bool profile = false;          // then time each instruction and print the listing with the times
 };
 // `nnasm bench FILE`: the forward run's latency (p50, p99, mean, min over single runs) at the
 // program's own batch size and the throughput in samples per second (batch = the first input's
-// leading dimension), on the kernels prepare picked; --train times training steps.
+// leading dimension), on the kernels prepare picked; --train times training steps. --profile then
+// runs as long again timing each instruction on its own, and prints the prepared listing with
+// each instruction's kernel, parts, time per run and share in its trailing comment.
 Status cmd_bench(const BenchOptions& o);
 
 struct ImportOptions {

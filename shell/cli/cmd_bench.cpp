@@ -1,8 +1,9 @@
-// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S] [--threads N] [--train]`: how fast a
+// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S] [--threads N] [--train] [--profile]`: how fast a
 // model runs here, as a user would measure it before shipping: each forward run (or training step)
 // timed on its own after a warm-up, reported as percentiles, and the throughput in samples per
 // second at the program's batch size. Inputs not given hold a fixed pattern (values do not change
-// the time of anything but pathological denormals).
+// the time of anything but pathological denormals). --profile: where the time goes, instruction by
+// instruction, on the listing the user edits.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "engine/executor.h"
 #include "engine/jit/cpu.h"
+#include "serialize/listing.h"
 #include "shell/cli/cli.h"
 
 namespace nnasm {
@@ -32,6 +34,40 @@ void fill_pattern(Tensor& t) {
 std::string us(double seconds) {
   const double u = seconds * 1e6;
   return u < 1000 ? fmt::format("{:.2f} us", u) : fmt::format("{:.3f} ms", u / 1000);
+}
+
+// Runs for `budget` (at least 10 runs) timing each instruction on its own (Executor::run_timed)
+// and prints the prepared listing with each instruction's time per run, its share of the timed
+// total, its kernel and its parts in the trailing comment. A step joined to the parallel job of
+// the one before it (Executor::join) has its time counted there.
+void print_profile(Executor& ex, bool train, std::chrono::duration<double> budget) {
+  const Program& prog = ex.program();
+  std::vector<Section> sections{Section::FORWARD};
+  if (train) sections = {Section::FORWARD, Section::BACKWARD, Section::UPDATE};
+  std::vector<double> seconds(prog.code().size(), 0.0);
+  std::vector<char> timed(prog.code().size(), 0);
+  for (Section s : sections) {
+    const auto [b, e] = prog.section_range(s);
+    std::fill(timed.begin() + b, timed.begin() + e, 1);
+  }
+  size_t runs = 0;
+  const Clock::time_point start = Clock::now();
+  while (runs < 10 || Clock::now() - start < budget) {
+    for (Section s : sections) ex.run_timed(s, seconds.data());
+    ++runs;
+  }
+  double total = 0;
+  for (double t : seconds) total += t;
+  fmt::print("profile:    {} {} timed one instruction at a time: {} a run in all (each clock read adds to it)\n\n",
+             runs, train ? "training steps" : "forward runs", us(total / runs));
+  fmt::print("{}", program_print(prog, [&](size_t i) -> std::string {
+               if (!timed[i]) return {};
+               const int parts = ex.parts(i);
+               if (parts == 0) return fmt::format("in the job above  kernel: {}", ex.kernel_name(i));
+               return fmt::format("{:>9} {:5.1f}%  kernel: {}{}", us(seconds[i] / runs),
+                                  total > 0 ? 100 * seconds[i] / total : 0.0, ex.kernel_name(i),
+                                  parts > 1 ? fmt::format(" ({} parts)", parts) : std::string());
+             }));
 }
 
 }  // namespace
@@ -83,6 +119,7 @@ Status cmd_bench(const BenchOptions& o) {
   fmt::print("latency:    p50 {}  p99 {}  mean {}  min {}  ({} runs in {:.2f} s)\n", us(pct(0.5)), us(pct(0.99)),
              us(sum / times.size()), us(times.front()), times.size(), total);
   fmt::print("throughput: {:.0f} samples/s ({:.0f} runs/s)\n", batch * times.size() / sum, times.size() / sum);
+  if (o.profile) print_profile(ex, o.train, budget);
   return Status::ok();
 }
 

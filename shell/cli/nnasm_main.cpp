@@ -49,6 +49,7 @@ int tool_main(int argc, char** argv) {
       "  nnasm dump model.nnm > model.nnasm\n"
       "  nnasm build model.nnasm --weights model.nnm -o edited.nnm\n"
       "  nnasm bench edited.nnm --seconds 5\n"
+      "  nnasm bench model.nnasm --train --profile\n"
       "  nnasm import model.onnx -o model.nnm --shape input=1,3,224,224\n"
       "\n"
       "FILE is a listing (.nnasm) or a model file (.nnm), told apart by content.\n"
@@ -136,6 +137,8 @@ int tool_main(int argc, char** argv) {
       ->type_name("N")
       ->check(CLI::Range(1, 256));
   bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
+  bench_cmd->add_flag("--profile", bench.profile,
+                      "Then time each instruction on its own: the listing with kernel, parts and time per run");
 
   nnasm::ImportOptions imp;
   CLI::App* import_cmd =
