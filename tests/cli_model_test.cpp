@@ -131,7 +131,8 @@ TEST_F(CliModelTest, InfoAndBenchDescribeAModelFile) {
   const size_t line = text.find("  LINEAR ");
   ASSERT_NE(line, std::string::npos) << text;
   const std::string linear = text.substr(line, text.find('\n', line) - line);
-  for (const char* want : {" us ", "%  kernel: "}) EXPECT_NE(linear.find(want), std::string::npos) << want << "\n" << linear;
+  for (const char* want : {" us ", "%  kernel: "})
+    EXPECT_NE(linear.find(want), std::string::npos) << want << "\n" << linear;
   Context back_ctx;
   Program back(back_ctx);
   const Status parsed = program_parse(text, "profile", &back);
