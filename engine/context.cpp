@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "engine/usable_cpus.h"
+
 namespace nnasm {
 
 // Ids come from a random start so two contexts' ids do not coincide.
@@ -16,8 +18,7 @@ Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
   std::string warning;
   jit_ = jit_config_from_env(&warning);
   if (!warning.empty()) log(warning);
-  const unsigned hw = std::thread::hardware_concurrency();
-  int n = hw ? static_cast<int>(hw) : 1;
+  int n = usable_cpus().threads;
   if (const char* env = std::getenv("NNASM_THREADS"); env && *env) {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);

@@ -60,7 +60,8 @@ class Context {
   void set_flush_denormals(bool on) { flush_denormals_ = on; }
 
   // Threads for the parallel steps of executors prepared from now on: NNASM_THREADS at
-  // construction (default: std::thread::hardware_concurrency()); 1 runs everything on the
+  // construction (default: usable_cpus(), one per physical core the constructing thread may run
+  // on, capped by the cgroup's CPU quota; engine/usable_cpus.h); 1 runs everything on the
   // caller's thread. set_threads drops the current pool (executors prepared with it keep it
   // alive) and clamps n to [1, 256].
   int threads() const { return threads_; }

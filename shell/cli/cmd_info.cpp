@@ -1,12 +1,13 @@
 // `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing or model file holds — the
 // questions a user asks before timing or shipping a model — and, with --memory, where the
 // executor puts its temporaries.
-#include <thread>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "engine/context.h"
 #include "engine/executor.h"
+#include "engine/usable_cpus.h"
 #include "isa/opcode.h"
 #include "serialize/listing.h"
 #include "shell/cli/cli.h"
@@ -107,11 +108,15 @@ Status cmd_info(const InfoOptions& o) {
   if (cpu.l2_bytes > 0) fmt::print("l2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
   fmt::print("isa:      {} (best {}, cap {}{})\n", isa_name(jit.isa()), isa_name(cpu.best), isa_name(jit.cap),
              jit.enabled ? "" : ", JIT off: NNASM_JIT=0");
-  // The parallel steps' threads: one per core unless NNASM_THREADS (which Context read) says
-  // otherwise.
-  const unsigned cores = std::thread::hardware_concurrency();
-  const bool per_core = ctx.threads() == static_cast<int>(cores > 0 ? cores : 1);
-  fmt::print("threads:  {} ({}{} cores)\n", ctx.threads(), per_core ? "one per core: " : "NNASM_THREADS; ", cores);
+  // The parallel steps' threads: one per core this process may use unless NNASM_THREADS (which
+  // Context read) says otherwise; and what the default came from.
+  const UsableCpus u = usable_cpus();
+  const char* env = std::getenv("NNASM_THREADS");
+  std::string usable = u.cores > 0 ? fmt::format("{} core{}", u.cores, u.cores == 1 ? "" : "s") : "cores unknown";
+  if (u.allowed > 0) usable += fmt::format(" of the {} CPU{} this process may use", u.allowed, u.allowed == 1 ? "" : "s");
+  usable += fmt::format(", {} online", u.online);
+  if (u.quota > 0) usable += fmt::format(", cgroup quota {:g} CPUs", u.quota);
+  fmt::print("threads:  {} ({}{})\n", ctx.threads(), env && *env ? "NNASM_THREADS; " : "one per core: ", usable);
   if (o.file.empty()) return Status::ok();
 
   Program p(ctx);

@@ -6,10 +6,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/executor.h"
+#include "engine/usable_cpus.h"
 #include "shell/shell.h"
 
 namespace nnasm {
@@ -78,10 +78,10 @@ inline double best_time(const std::function<void()>& f, int reps = 15) {
   return best;
 }
 
-// The thread counts a scaling benchmark runs at: `first` (1 or 2), doubling, and the machine's
-// core count (at least 2, so that the 2-thread rows exist on any machine).
+// The thread counts a scaling benchmark runs at: `first` (1 or 2), doubling, and the cores this
+// process may use (usable_cpus; at least 2, so that the 2-thread rows exist on any machine).
 inline std::vector<int64_t> thread_counts(int64_t first) {
-  const int64_t cores = std::max<int64_t>(2, std::thread::hardware_concurrency());
+  const int64_t cores = std::max<int64_t>(2, usable_cpus().threads);
   std::vector<int64_t> counts;
   for (int64_t t = first; t < cores; t *= 2) counts.push_back(t);
   counts.push_back(cores);
