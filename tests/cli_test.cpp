@@ -237,7 +237,7 @@ TEST_F(CliTest, InfoPrintsTheMachine) {
   const CpuInfo& cpu = cpu_info();
   EXPECT_EQ(r.out.rfind("cpu:      " + cpu.vendor + " (", 0), 0u) << r.out;
   if (cpu.l2_bytes > 0) {
-    const std::string l2 = fmt::format("\nl2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
+    const std::string l2 = fmt::format("\nl2:       {} KiB per core\n", cpu.l2_bytes / 1024);
     EXPECT_NE(r.out.find(l2), std::string::npos) << r.out;
   } else {
     EXPECT_EQ(r.out.find("l2:"), std::string::npos) << r.out;

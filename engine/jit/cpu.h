@@ -16,8 +16,10 @@ struct CpuInfo {
   std::string vendor;    // e.g. "AuthenticAMD"
   std::string features;  // the features our kernels care about, space-separated
   Isa best = Isa::REF;   // AVX2 needs AVX2+FMA; AVX512 needs F, VL, BW and DQ as well
-  // One thread's share of the level-2 data cache in bytes (its size over the logical cores that
-  // share it, as CPUID reports them); 0 when unknown. How a large GEMV splits follows it.
+  // One core's share of the level-2 data cache in bytes: its size over the cores that share it
+  // (xbyak divides CPUID's count of logical processors by the SMT width), which is what each
+  // thread has with the default of one thread per core (engine/usable_cpus.h); 0 when unknown
+  // (xbyak reads the cache hierarchy on Intel only). How a large GEMV splits follows it.
   int64_t l2_bytes = 0;
 };
 // Probed once; thread-safe.

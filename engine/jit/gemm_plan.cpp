@@ -245,7 +245,7 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 // - one vector wide;
 // - too small for a column split (under GEMV_PART_FLOPS) but with B of KSPLIT_PART_BYTES or
 //   more: a 1×784·784×128 product then takes 2.8 µs on 2 threads, 3.1 on one;
-// - with B over 3/4 of a thread's L2 and at most two L2s: each core's rows of B then stay in
+// - with B over 3/4 of a core's L2 and at most two L2s: each core's rows of B then stay in
 //   its L2, where a column slice (half of every row) leaves the prefetchers pulling the other
 //   half too, so that each L2 holds all of B. 1×1536·1536×512 (3 MiB of B, 2 MiB L2s) took
 //   67 µs split in columns and 23 along K on the Xeon we measure on; 1×784·784×512 13 and 9.4.

@@ -105,7 +105,7 @@ Status cmd_info(const InfoOptions& o) {
   const CpuInfo& cpu = cpu_info();
   const JitConfig& jit = ctx.jit();
   fmt::print("cpu:      {} ({})\n", cpu.vendor, cpu.features.empty() ? "no vector features" : cpu.features);
-  if (cpu.l2_bytes > 0) fmt::print("l2:       {} KiB per thread\n", cpu.l2_bytes / 1024);
+  if (cpu.l2_bytes > 0) fmt::print("l2:       {} KiB per core\n", cpu.l2_bytes / 1024);
   fmt::print("isa:      {} (best {}, cap {}{})\n", isa_name(jit.isa()), isa_name(cpu.best), isa_name(jit.cap),
              jit.enabled ? "" : ", JIT off: NNASM_JIT=0");
   // The parallel steps' threads: one per core this process may use unless NNASM_THREADS (which

@@ -103,7 +103,7 @@ int tool_main(int argc, char** argv) {
 
   nnasm::InfoOptions info;
   CLI::App* info_cmd =
-      app.add_subcommand("info", "CPU features, L2 per thread, the ISA in use and its cap, the threads; "
+      app.add_subcommand("info", "CPU features, L2 per core, the ISA in use and its cap, the threads; "
                                  "a listing's contents");
   info_cmd->add_option("FILE", info.file, "Listing or model file to describe (optional)");
   info_cmd->add_flag("--memory", info.memory,
