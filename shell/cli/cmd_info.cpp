@@ -1,7 +1,6 @@
 // `nnasm info [FILE] [--memory]`: what the machine offers the JIT and what a listing or model file holds — the
 // questions a user asks before timing or shipping a model — and, with --memory, where the
 // executor puts its temporaries.
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -109,14 +108,13 @@ Status cmd_info(const InfoOptions& o) {
   fmt::print("isa:      {} (best {}, cap {}{})\n", isa_name(jit.isa()), isa_name(cpu.best), isa_name(jit.cap),
              jit.enabled ? "" : ", JIT off: NNASM_JIT=0");
   // The parallel steps' threads: one per core this process may use unless NNASM_THREADS (which
-  // Context read) says otherwise; and what the default came from.
+  // Context read, ignoring a bad value) set another count; and what the default came from.
   const UsableCpus u = usable_cpus();
-  const char* env = std::getenv("NNASM_THREADS");
   std::string usable = u.cores > 0 ? fmt::format("{} core{}", u.cores, u.cores == 1 ? "" : "s") : "cores unknown";
   if (u.allowed > 0) usable += fmt::format(" of the {} CPU{} this process may use", u.allowed, u.allowed == 1 ? "" : "s");
   usable += fmt::format(", {} online", u.online);
   if (u.quota > 0) usable += fmt::format(", cgroup quota {:g} CPUs", u.quota);
-  fmt::print("threads:  {} ({}{})\n", ctx.threads(), env && *env ? "NNASM_THREADS; " : "one per core: ", usable);
+  fmt::print("threads:  {} ({}{})\n", ctx.threads(), ctx.threads() == u.threads ? "one per core: " : "NNASM_THREADS; ", usable);
   if (o.file.empty()) return Status::ok();
 
   Program p(ctx);
