@@ -8,6 +8,8 @@
 #   make test-isa  the suite at every ISA level and with the JIT off
 #   make bench     google benchmark (tests/bench/)
 #   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
+#   make bench-targets  issue 4's speed targets, each with this machine's figure and whether it is
+#                  met (BENCH_CPUS=0,1 pins the runs to those CPUs)
 #   make bench-threads  the thread sweep, 1, 2, 4, … threads up to the machine's cores
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
@@ -96,7 +98,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-threads bench-torch onnx-models fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -179,6 +181,28 @@ bench-gemm: deps
 	NNASM_THREADS=1 $(BENCH) --benchmark_filter=^BM_gemm_ --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
 	  --benchmark_out=$(BUILD)/bench/gemm.csv --benchmark_out_format=csv $(BENCH_ARGS)
 	@awk -f tests/bench/gemm_table.awk $(BUILD)/bench/gemm.csv
+
+# Issue 4's speed targets: the rows that measure them, then one line per target with the figure,
+# the target and whether it is met (tests/bench/targets.awk). Four processes: a CSV file's rows
+# must share their counters, and oneDNN's 2-thread rows need a process of their own (OpenMP's
+# threads spin after each parallel region). BENCH_CPUS pins every run to those CPUs with taskset,
+# e.g. BENCH_CPUS=0,1 on two physical cores of a larger machine, so that the 2-thread rows have
+# two cores to themselves; the thread sweep then stops at their count.
+TARGETS_RUN = NNASM_THREADS=1 $(if $(BENCH_CPUS),taskset -c $(BENCH_CPUS)) $(BENCH) --benchmark_repetitions=5 \
+  --benchmark_report_aggregates_only=true --benchmark_out_format=csv
+bench-targets: deps
+	@$(MAKE) $(JOBS) $(BENCH)
+	@mkdir -p $(BUILD)/bench
+	@rm -f $(BUILD)/bench/targets_*.csv
+	$(TARGETS_RUN) --benchmark_filter='^BM_threads_(mlp_(forward|train)_b(1|64)|gemv_1x784x256)/[12]$$' \
+	  --benchmark_out=$(BUILD)/bench/targets_threads.csv $(BENCH_ARGS)
+	$(TARGETS_RUN) --benchmark_filter='^BM_gemm_square_vs_(libxsmm|onednn)/' \
+	  --benchmark_out=$(BUILD)/bench/targets_gemm1.csv $(BENCH_ARGS)
+	$(TARGETS_RUN) --benchmark_filter='^BM_threads_sgemm_vs_onednn/' \
+	  --benchmark_out=$(BUILD)/bench/targets_gemm2.csv $(BENCH_ARGS)
+	$(TARGETS_RUN) --benchmark_filter='^BM_dispatch_1000_tiny/shape:[0-2]/mode:0$$' \
+	  --benchmark_out=$(BUILD)/bench/targets_dispatch.csv $(BENCH_ARGS)
+	@awk -f tests/bench/targets.awk $(BUILD)/bench/targets_*.csv
 
 # PyTorch on one thread, the same LeNet-5 as BM_lenet_* (Debian's python3, not a virtualenv's).
 onnx-models:

@@ -103,11 +103,11 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   alignas(LINE) std::atomic<int> sleepers_{0};  // written by workers only when they sleep
   std::atomic<uint64_t> sleeps_{0};
-  alignas(LINE) std::atomic<bool> busy_{false};  // the caller's
-  // Whether worker w claimed its tasks of the last job it had any in (else the caller takes
-  // them over without waiting: it is likely asleep or descheduled). The caller's, under busy_.
-  std::vector<char> awake_;
-  std::unique_ptr<GenLine[]> claimed_;
+  // Set at construction and only read after it: a worker reads these at every job (where its
+  // lines are, the thread count), so no field that changes may share their lines. Next to busy_,
+  // which the caller writes twice a job, each job cost the worker one more line transfer before
+  // its task started (about 0.2 µs on the 2-core VM we measure on).
+  alignas(LINE) std::unique_ptr<GenLine[]> claimed_;
   std::unique_ptr<GenLine[]> done_;
   std::unique_ptr<RangeLine[]> ranges_;
   int spin_us_ = SPIN_US;
@@ -115,6 +115,10 @@ class ThreadPool {
   void* external_user_ = nullptr;
   int external_threads_ = 1;
   std::vector<std::thread> workers_;
+  alignas(LINE) std::atomic<bool> busy_{false};  // the caller's
+  // Whether worker w claimed its tasks of the last job it had any in (else the caller takes
+  // them over without waiting: it is likely asleep or descheduled). The caller's, under busy_.
+  std::vector<char> awake_;
 };
 
 }  // namespace nnasm
