@@ -100,6 +100,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
           part.args.shared = base;
         }
   }
+  ex->max_parts_ = max_parts;
   if (max_parts > 1) ex->pool_ = ctx.thread_pool();
   for (Step& s : ex->steps_) {
     s.parts = s.n_parts > 1 ? &ex->parts_[s.first_part] : nullptr;
@@ -172,13 +173,37 @@ void Executor::run(Section sec) {
   }
 }
 
-void Executor::run_timed(Section sec, double* seconds) {
+namespace {
+// A parallel step timed part by part (Executor::run_part_timed).
+struct StepTiming {
+  const void* step;
+  std::chrono::steady_clock::time_point begin;
+  Executor::PartTime* parts;  // the step's, indexed by task
+};
+}  // namespace
+
+void Executor::run_part_timed(void* timing, int task) {
+  const StepTiming& t = *static_cast<const StepTiming*>(timing);
+  const auto t0 = std::chrono::steady_clock::now();
+  run_part(const_cast<void*>(t.step), task);
+  const auto t1 = std::chrono::steady_clock::now();
+  t.parts[task].start += std::chrono::duration<double>(t0 - t.begin).count();
+  t.parts[task].busy += std::chrono::duration<double>(t1 - t0).count();
+}
+
+void Executor::run_timed(Section sec, double* seconds, PartTime* parts) {
   const DenormalScope denormals(state_.flush_denormals);
   if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
   const auto [b, e] = sections_[static_cast<int>(sec)];
   for (size_t i = b; i < e; ++i) {
+    const Step& s = steps_[i];
     const auto t0 = std::chrono::steady_clock::now();
-    run_step(steps_[i]);
+    if (parts && s.n_parts > 1) {
+      StepTiming timing{&s, t0, parts + i * static_cast<size_t>(max_parts_)};
+      s.pool->run(s.n_parts, run_part_timed, &timing);
+    } else {
+      run_step(s);
+    }
     seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 }
@@ -427,6 +452,7 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   for (Part& p : in->parts_) rebase(&p.args);
   in->jit_ = jit_;
   in->pool_ = pool_;
+  in->max_parts_ = max_parts_;
   std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
   in->state_ = state_;
   return in;

@@ -43,11 +43,20 @@ class Executor {
   void run(Section s);
   // One training step: forward, backward, update. No allocation.
   void train_step();
+  // Where a parallel step's time goes, part by part, summed over run_timed calls: how long after
+  // the step began the part started (the hand-off to its thread) and how long it ran.
+  struct PartTime {
+    double start = 0, busy = 0;  // seconds
+  };
   // Runs section s as run(s) does (the same run index), but step by step through the interpreter
   // loop, adding each instruction's wall time in seconds to seconds[i] (i indexes
-  // program().code(); the array holds at least that many). For profiles (which instructions take the time), not for the hot
-  // path: it reads the clock twice per instruction. No allocation.
-  void run_timed(Section s, double* seconds);
+  // program().code(); the array holds at least that many) and, with `parts`, part t's times to
+  // parts[i · max_parts() + t] for each instruction split into parts (a part of the job of
+  // steps joined to it runs their kernels too). For profiles (which instructions take the time),
+  // not for the hot path: it reads the clock twice per instruction and per part. No allocation.
+  void run_timed(Section s, double* seconds, PartTime* parts = nullptr);
+  // The most parts any instruction runs as (1 when none is split).
+  int max_parts() const { return max_parts_; }
 
   // The mode kernels see (dropout, batch norm); starts as the program's mode.
   void set_training(bool t) { state_.training = t; }
@@ -130,6 +139,7 @@ class Executor {
   // One step on the calling thread, or its parts on the pool.
   static void run_step(const Step& s);
   static void run_part(void* step, int task);
+  static void run_part_timed(void* timing, int task);  // a StepTiming*
   // Joins a step to the parallel job of the step before it where each of its parts reads only
   // what the same part of that step finished (the ops' span hooks say so).
   void join_parallel_steps();
@@ -178,6 +188,7 @@ class Executor {
   std::vector<Moved> moved_;  // sorted by `from`
   void* relocate(const void* p) const;
   size_t next_step_ = 0;  // run_steps' position in the forward section (0: at the start)
+  int max_parts_ = 1;
   // Caller buffers bound by bind(): tensor, its own storage, where it is now.
   struct Bound {
     TensorId id;

@@ -1,6 +1,7 @@
 // The model-file workflow through the `nnasm` tool, as the user of issue 7 runs it: dump a trained
 // model to a listing, edit it (swap an activation), build it back with the weights, run, bench and
 // describe it; and the tool's answers to mistakes (a changed weight shape, a corrupt file).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -140,6 +141,20 @@ TEST_F(CliModelTest, InfoAndBenchDescribeAModelFile) {
   r = tool({"bench", model, "--train"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("no update section"), std::string::npos) << r.err;
+
+  // On 2 threads a step split into parts shows each part's start and running time (the batch-1
+  // MLP's first layer splits wherever a JIT level runs; the reference kernels do not split).
+  r = tool({"bench", "samples/listing/mlp_b1_infer.nnasm", "--seconds", "0.05", "--threads", "2", "--profile"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t first = r.out.find("  LINEAR ", r.out.find("profile:    "));
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const std::string split = r.out.substr(first, r.out.find('\n', first) - first);
+  if (split.find("kernel: ref") == std::string::npos) {
+    const size_t at = split.find("(2 parts, start + run: ");
+    ASSERT_NE(at, std::string::npos) << split;
+    EXPECT_EQ(std::count(split.begin() + static_cast<std::ptrdiff_t>(at), split.end(), '+'), 3) << split;
+    EXPECT_EQ(std::count(split.begin() + static_cast<std::ptrdiff_t>(at), split.end(), ','), 2) << split;
+  }
 }
 
 TEST_F(CliModelTest, ACorruptModelFileIsAUserErrorNamingTheByte) {

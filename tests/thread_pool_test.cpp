@@ -467,6 +467,48 @@ TEST(ParallelSteps, Batch1LayersShareOneJob) {
   }
 }
 
+// run_timed with part times (nnasm bench --profile): the batch-1 MLP's joined job at 2 threads
+// computes what run() does, and each of its 2 parts gets its start (≥ 0) and a running time; the
+// steps that run whole, and the step joined to the job, get none. An instance times alike.
+TEST(ParallelSteps, RunTimedTimesEachPartOfAJob) {
+  for (Isa isa : isas()) {
+    if (isa == Isa::REF) continue;
+    SCOPED_TRACE(isa_name(isa));
+    Built b;
+    b.ctx.set_jit(JitConfig{true, isa});
+    b.ctx.set_threads(2);
+    Graph g(b.p);
+    g.output(softmax(linear(relu(linear(relu(linear(g.input("x", {1, 784}), 256)), 128)), 10)), "y");
+    auto ex = Executor::prepare(b.p);
+    ASSERT_TRUE(ex) << ex.status().message();
+    auto inst = ex.value()->instantiate();
+    ASSERT_TRUE(inst) << inst.status().message();
+    for (Executor* e : {ex.value().get(), inst.value().get()}) {
+      ASSERT_EQ(e->parts(0), 2);
+      ASSERT_EQ(e->max_parts(), 2);
+      float* x = static_cast<float*>(e->data(b.p.find("x")));
+      for (int64_t i = 0; i < 784; ++i) x[i] = static_cast<float>(i % 11) / 5.f - 1.f;
+      e->run();
+      const float* y = static_cast<const float*>(e->data(b.p.find("y")));
+      const std::vector<float> want(y, y + 10);
+      const size_t n = e->program().code().size();
+      std::vector<double> seconds(n, 0.0);
+      std::vector<Executor::PartTime> parts(n * 2);
+      for (int run = 0; run < 3; ++run) e->run_timed(Section::FORWARD, seconds.data(), parts.data());
+      EXPECT_EQ(0, std::memcmp(want.data(), y, sizeof(float) * 10));
+      for (int t = 0; t < 2; ++t) {
+        EXPECT_GT(parts[t].busy, 0.0) << "part " << t;
+        EXPECT_GE(parts[t].start, 0.0) << "part " << t;
+        EXPECT_LE(parts[t].start + parts[t].busy, seconds[0] * (1 + 1e-9)) << "part " << t << " within its step";
+      }
+      for (size_t i = 2; i < parts.size(); ++i) {
+        EXPECT_EQ(parts[i].busy, 0.0) << "step " << i / 2 << " part " << i % 2;
+        EXPECT_EQ(parts[i].start, 0.0) << "step " << i / 2 << " part " << i % 2;
+      }
+    }
+  }
+}
+
 TEST(ParallelSteps, BigElementwiseOpsAreBitwiseTheSame) {
   expect_same_for_any_threads(
       [](Program&, Graph& g) {

@@ -38,13 +38,17 @@ std::string us(double seconds) {
 
 // Runs for `budget` (at least 10 runs) timing each instruction on its own (Executor::run_timed)
 // and prints the prepared listing with each instruction's time per run, its share of the timed
-// total, its kernel and its parts in the trailing comment. A step joined to the parallel job of
-// the one before it (Executor::join) has its time counted there.
+// total, its kernel and its parts in the trailing comment; for a step split into parts, each
+// part's mean start after the step began (the hand-off to its thread) and its running time, so
+// that a user sees what splitting costs on the machine. A step joined to the parallel job of the
+// one before it (Executor::join) has its time counted there.
 void print_profile(Executor& ex, bool train, std::chrono::duration<double> budget) {
   const Program& prog = ex.program();
   std::vector<Section> sections{Section::FORWARD};
   if (train) sections = {Section::FORWARD, Section::BACKWARD, Section::UPDATE};
   std::vector<double> seconds(prog.code().size(), 0.0);
+  const size_t stride = static_cast<size_t>(ex.max_parts());
+  std::vector<Executor::PartTime> part_times(prog.code().size() * stride);
   std::vector<char> timed(prog.code().size(), 0);
   for (Section s : sections) {
     const auto [b, e] = prog.section_range(s);
@@ -53,7 +57,7 @@ void print_profile(Executor& ex, bool train, std::chrono::duration<double> budge
   size_t runs = 0;
   const Clock::time_point start = Clock::now();
   while (runs < 10 || Clock::now() - start < budget) {
-    for (Section s : sections) ex.run_timed(s, seconds.data());
+    for (Section s : sections) ex.run_timed(s, seconds.data(), part_times.data());
     ++runs;
   }
   double total = 0;
@@ -64,9 +68,17 @@ void print_profile(Executor& ex, bool train, std::chrono::duration<double> budge
                if (!timed[i]) return {};
                const int parts = ex.parts(i);
                if (parts == 0) return fmt::format("in the job above  kernel: {}", ex.kernel_name(i));
+               std::string split;
+               if (parts > 1) {
+                 split = fmt::format(" ({} parts, start + run:", parts);
+                 for (int t = 0; t < parts; ++t) {
+                   const Executor::PartTime& pt = part_times[i * stride + static_cast<size_t>(t)];
+                   split += fmt::format("{} {:.2f} + {}", t ? "," : "", pt.start * 1e6 / runs, us(pt.busy / runs));
+                 }
+                 split += ")";
+               }
                return fmt::format("{:>9} {:5.1f}%  kernel: {}{}", us(seconds[i] / runs),
-                                  total > 0 ? 100 * seconds[i] / total : 0.0, ex.kernel_name(i),
-                                  parts > 1 ? fmt::format(" ({} parts)", parts) : std::string());
+                                  total > 0 ? 100 * seconds[i] / total : 0.0, ex.kernel_name(i), split);
              }));
 }
 

@@ -138,7 +138,8 @@ int tool_main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
   bench_cmd->add_flag("--profile", bench.profile,
-                      "Then time each instruction on its own: the listing with kernel, parts and time per run");
+                      "Then time each instruction on its own: the listing with kernel, time per run and each "
+                      "parallel part's start and time");
 
   nnasm::ImportOptions imp;
   CLI::App* import_cmd =
