@@ -44,8 +44,11 @@ class Executor {
   // One training step: forward, backward, update. No allocation.
   void train_step();
   // Where a parallel step's time goes, part by part, summed over run_timed calls: how long after
-  // the step began the part started (the hand-off to its thread) and how long it ran.
-  struct PartTime {
+  // the step began the part started (the hand-off to its thread) and how long it ran. A line
+  // pair each: parts on different threads write theirs as they finish, and a worker's store
+  // waiting for the line of the caller's would hold back its store of "done" (x86 keeps stores
+  // in order), adding a transfer to every step it times.
+  struct alignas(128) PartTime {
     double start = 0, busy = 0;  // seconds
   };
   // Runs section s as run(s) does (the same run index), but step by step through the interpreter
