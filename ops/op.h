@@ -24,9 +24,9 @@ struct RunState {
   // flush_denormals at the start of every part it runs; run_index, which each run writes, and
   // parts_done, which parts write, sit on lines of their own, so that the worker finds this one
   // in its own cache instead of fetching it from the caller's core first: the 1×784·784×256 GEMV
-  // on 2 threads took 0.04–0.20 µs less a run (p1, p10 and p50 of single runs; medians of 14
-  // pairs of processes, each order of the pair once, on the 2-core VM we measure on). 128 bytes:
-  // Intel's spatial prefetcher fetches lines in aligned pairs.
+  // on 2 threads took 0.18 µs less a run at p50 on the 2-core VM we measure on (README, The
+  // pool: tests/bench/paired.sh). 128 bytes: Intel's spatial prefetcher fetches lines in
+  // aligned pairs.
   static constexpr size_t LINE = 128;
   bool training = false;
   // Denormal floats flushed to zero while the run's kernels run, on every thread (the context's

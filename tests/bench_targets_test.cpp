@@ -1,6 +1,7 @@
 // tests/bench/targets.awk (make bench-targets) on made-up benchmark output: the _median rows
 // only, units, a label with a comma in it, a row with a fixed iteration count, an error row, the
-// worst ratio over the libraries, and the count of targets met.
+// worst ratio over the libraries, and the count of targets met. And tests/bench/paired.sh on two
+// made-up builds.
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -94,6 +95,42 @@ TEST_F(BenchTargetsTest, ChecksEachTargetItHasAFigureFor) {
   // Met: b1/1, train/2, 64^3, 256^3 on 2 threads, independent dispatch. Missed: b1/2, 32^3,
   // five kernels.
   EXPECT_NE(out.find("5 of the 8 targets measured are met in this run."), std::string::npos) << out;
+}
+
+// tests/bench/paired.sh with two made-up builds that print fixed latency lines and log each run:
+// A and B alternate which runs first (A, B, then B, A), the bench arguments reach both, ms read as
+// 1000 µs, and the summary gives the median of B − A over the pairs and in how many B was faster.
+TEST_F(BenchTargetsTest, PairedComparesTwoBuildsInAlternatingOrder) {
+  auto fake = [&](const std::string& name, const std::string& p50s, const std::string& min) {
+    const std::string log = path("runs.log");
+    // Run n of both (the log's line count) is pair (n + 1) / 2: its figure is that item of p50s.
+    const std::string script = "#!/bin/sh\necho \"" + name + " $*\" >> " + log +
+                               "\nn=$(wc -l < " + log + ")\n" + "set -- " + p50s +
+                               "\nshift $(( (n - 1) / 2 ))\n"
+                               "echo \"latency:    p50 $1  p99 9.00 us  mean 5.00 us  min " + min +
+                               "  (10 runs in 1.00 s)\"\n";
+    const std::string file = put(name, script);
+    EXPECT_EQ(std::system(("chmod +x " + file).c_str()), 0);
+    return file;
+  };
+  // Pair i's p50: A 5.00 µs each; B 4.80, 4.90, 5.20 µs and 0.0053 ms (5.30 µs): B − A is −0.2,
+  // −0.1, +0.2 and +0.3, median +0.05, B faster in 2 (0.0053 read as µs would give −0.15, 3).
+  const std::string a = fake("a", "'5.00 us' '5.00 us' '5.00 us' '5.00 us'", "4.00 us");
+  const std::string b = fake("b", "'4.80 us' '4.90 us' '5.20 us' '0.0053 ms'", "4.10 us");
+  const std::string out = path("out.txt");
+  const std::string cmd = "tests/bench/paired.sh " + a + " " + b + " 4 listing.nnasm --threads 2 > " + out;
+  ASSERT_EQ(std::system((cmd + " 2>/dev/null").c_str()), 0);
+  const std::string text = get("out.txt");
+  for (const char* want : {"p50: A 5.00 us (median), B - A +0.050 us (median of pairs), B faster in 2 of 4",
+                           "min: A 4.00 us (median), B - A +0.100 us (median of pairs), B faster in 0 of 4"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  EXPECT_EQ(get("runs.log"), "a bench listing.nnasm --threads 2\nb bench listing.nnasm --threads 2\n"
+                              "b bench listing.nnasm --threads 2\na bench listing.nnasm --threads 2\n"
+                              "a bench listing.nnasm --threads 2\nb bench listing.nnasm --threads 2\n"
+                              "b bench listing.nnasm --threads 2\na bench listing.nnasm --threads 2\n");
+  // Too few arguments: the usage, exit status 2.
+  EXPECT_EQ(WEXITSTATUS(std::system(("tests/bench/paired.sh " + a + " > " + out + " 2>&1").c_str())), 2);
+  EXPECT_NE(get("out.txt").find("Usage: tests/bench/paired.sh A B PAIRS"), std::string::npos) << get("out.txt");
 }
 
 }  // namespace
