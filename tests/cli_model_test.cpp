@@ -152,8 +152,13 @@ TEST_F(CliModelTest, InfoAndBenchDescribeAModelFile) {
   if (split.find("kernel: ref") == std::string::npos) {
     const size_t at = split.find("(2 parts, start + run: ");
     ASSERT_NE(at, std::string::npos) << split;
-    EXPECT_EQ(std::count(split.begin() + static_cast<std::ptrdiff_t>(at), split.end(), '+'), 3) << split;
-    EXPECT_EQ(std::count(split.begin() + static_cast<std::ptrdiff_t>(at), split.end(), ','), 2) << split;
+    // Each part: its start and its running time, each with its unit.
+    const std::string parts = split.substr(at);
+    EXPECT_EQ(std::count(parts.begin(), parts.end(), '+'), 3) << split;
+    EXPECT_EQ(std::count(parts.begin(), parts.end(), ','), 2) << split;
+    const size_t first_part = parts.find(" us + "), second_part = parts.find(" us + ", first_part + 1);
+    EXPECT_NE(first_part, std::string::npos) << split;
+    EXPECT_NE(second_part, std::string::npos) << split;
   }
 }
 

@@ -73,7 +73,7 @@ void print_profile(Executor& ex, bool train, std::chrono::duration<double> budge
                  split = fmt::format(" ({} parts, start + run:", parts);
                  for (int t = 0; t < parts; ++t) {
                    const Executor::PartTime& pt = part_times[i * stride + static_cast<size_t>(t)];
-                   split += fmt::format("{} {:.2f} + {}", t ? "," : "", pt.start * 1e6 / runs, us(pt.busy / runs));
+                   split += fmt::format("{} {} + {}", t ? "," : "", us(pt.start / runs), us(pt.busy / runs));
                  }
                  split += ")";
                }
