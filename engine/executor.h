@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/false_sharing.h"
 #include "engine/memory_plan.h"
 #include "engine/status.h"
 #include "engine/thread_pool.h"
@@ -48,7 +49,7 @@ class Executor {
   // pair each: parts on different threads write theirs as they finish, and a worker's store
   // waiting for the line of the caller's would hold back its store of "done" (x86 keeps stores
   // in order), adding a transfer to every step it times.
-  struct alignas(128) PartTime {
+  struct alignas(FALSE_SHARING_BYTES) PartTime {
     double start = 0, busy = 0;  // seconds
   };
   // Runs section s as run(s) does (the same run index), but step by step through the interpreter

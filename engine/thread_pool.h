@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/false_sharing.h"
+
 namespace nnasm {
 
 class ThreadPool {
@@ -59,9 +61,7 @@ class ThreadPool {
   int sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
 
  private:
-  // Lines are 128 bytes apart: Intel's spatial prefetcher fetches lines in aligned pairs, and a
-  // line read by the other side must not come along with one being written.
-  static constexpr size_t LINE = 128;
+  static constexpr size_t LINE = FALSE_SHARING_BYTES;
   // A job generation on a line of its own. Per worker, two: the last job whose tasks it claimed
   // (or the caller took over), and the last job whose tasks it finished. Separate lines: the
   // caller reads `done` every job; `claimed` it reads only when it considers taking the tasks

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "engine/false_sharing.h"
 #include "engine/jit/kernel.h"
 #include "engine/status.h"
 #include "isa/instruction.h"
@@ -25,9 +26,8 @@ struct RunState {
   // parts_done, which parts write, sit on lines of their own, so that the worker finds this one
   // in its own cache instead of fetching it from the caller's core first: the 1×784·784×256 GEMV
   // on 2 threads took 0.18 µs less a run at p50 on the 2-core VM we measure on (README, The
-  // pool: tests/bench/paired.sh). 128 bytes: Intel's spatial prefetcher fetches lines in
-  // aligned pairs.
-  static constexpr size_t LINE = 128;
+  // pool: tests/bench/paired.sh).
+  static constexpr size_t LINE = FALSE_SHARING_BYTES;
   bool training = false;
   // Denormal floats flushed to zero while the run's kernels run, on every thread (the context's
   // setting at prepare; engine/denormals.h).
