@@ -4,7 +4,8 @@
 #   make deps      install the Debian packages (idempotent; sudo when not root)
 #   make           library (static + shared), the nnasm tool, the samples
 #   make run       the flagship sample
-#   make test      the googletest suite (at ref, avx2 and the native ISA level)
+#   make test      the layer check (tests/check_layers.sh), then the googletest suite (at ref,
+#                  avx2 and the native ISA level)
 #   make test-isa  the suite at every ISA level and with the JIT off
 #   make bench     google benchmark (tests/bench/)
 #   make bench-gemm  the GEMM benchmarks only, as a table against Eigen and the baselines
@@ -65,7 +66,7 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp \
+LIB_SRC   := $(wildcard isa/*.cpp jit/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp \
                        serialize/*/*.cpp api/*.cpp)
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
@@ -121,6 +122,7 @@ run: deps
 # The suite runs once per ISA level below the machine's best (capped by NNASM_ISA), briefly, then
 # at the native level with googletest's full summary last.
 test: deps
+	tests/check_layers.sh
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1

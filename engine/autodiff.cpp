@@ -13,7 +13,7 @@ namespace nnasm {
 namespace {
 
 bool in_program(const Program& p, TensorId id) {
-  return id != NO_TENSOR && p.context().find(id) && p.find(p.desc(id).name) == id;
+  return id != NO_TENSOR && p.tensor_map().find_desc(id) && p.find(p.desc(id).name) == id;
 }
 
 std::string where(const Program& p, const Instruction& ins, size_t index) {

@@ -1,20 +1,16 @@
-// The per-model tensor map and its id generator.
+// The runtime's tensor map and its settings.
 #include "engine/context.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 
 #include "engine/usable_cpus.h"
+#include "ops/op.h"
 
 namespace nnasm {
 
-// Ids come from a random start so two contexts' ids do not coincide.
-Context::Context(uint64_t seed) : seed_(seed), id_rng_([] {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}()) {
+Context::Context(uint64_t seed) : TensorMap(op_semantics()), seed_(seed) {
   std::string warning;
   jit_ = jit_config_from_env(&warning);
   if (!warning.empty()) log(warning);
@@ -65,11 +61,9 @@ void Context::log(const std::string& msg) const {
   else std::fprintf(stderr, "nnasm: %s\n", msg.c_str());
 }
 
-TensorId Context::next_id() {
-  for (;;) {
-    TensorId id = id_rng_.next();
-    if (id != NO_TENSOR && !tensors_.count(id)) return id;
-  }
+Context* Context::of(const Program& p) {
+  TensorMap& m = p.tensor_map();
+  return m.stores_values() ? static_cast<Context*>(&m) : nullptr;
 }
 
 Tensor& Context::add(TensorDesc desc) {
@@ -87,6 +81,16 @@ Tensor* Context::find(TensorId id) {
 const Tensor* Context::find(TensorId id) const {
   auto it = tensors_.find(id);
   return it == tensors_.end() ? nullptr : &it->second;
+}
+
+TensorDesc* Context::find_desc(TensorId id) {
+  Tensor* t = find(id);
+  return t ? &t->desc : nullptr;
+}
+
+const TensorDesc* Context::find_desc(TensorId id) const {
+  const Tensor* t = find(id);
+  return t ? &t->desc : nullptr;
 }
 
 }  // namespace nnasm

@@ -1,5 +1,6 @@
-// A Context owns the tensor map (id → tensor) and everything else that belongs to one model: no
-// process-wide mutable state, so two models in one process never collide. Not thread-safe:
+// A Context is the runtime's tensor map (id → descriptor and stored values; isa/tensor_map.h) and
+// owns everything else that belongs to one model: no process-wide mutable state, so two models in
+// one process never collide. Not thread-safe:
 // one thread builds or runs a context at a time.
 #pragma once
 #include <cstdint>
@@ -9,27 +10,37 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/jit/cpu.h"
-#include "engine/jit/kernel.h"
-#include "engine/rng.h"
 #include "engine/tensor.h"
 #include "engine/thread_pool.h"
+#include "isa/tensor_map.h"
+#include "jit/cpu.h"
+#include "jit/kernel.h"
 
 namespace nnasm {
 
-class Context {
+class Program;
+
+class Context final : public TensorMap {
  public:
-  // `seed` drives parameter initialization; ids come from a separate per-context generator so
-  // that ids of different contexts do not coincide.
-  explicit Context(uint64_t seed = 0x6e6e61736dULL);
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
+  // `seed` drives parameter initialization; ids come from the tensor map's own generator, so
+  // that ids of different contexts do not coincide. Shape inference is the ops registry's.
+  static constexpr uint64_t DEFAULT_SEED = 0x6e6e61736dULL;
+  explicit Context(uint64_t seed = DEFAULT_SEED);
+
+  // The context a program's tensors live in; nullptr when the program was built over a tensor
+  // map that is not a runtime's (a DescriptorMap), which cannot be run.
+  static Context* of(const Program& p);
 
   // Adds a tensor with a fresh id (the desc's id is overwritten). References stay valid until
   // the context dies: the map is node-based.
   Tensor& add(TensorDesc desc);
   // Removes a tensor (used to roll back a failed recording).
-  void remove(TensorId id) { tensors_.erase(id); }
+  void remove(TensorId id) override { tensors_.erase(id); }
+  // The tensor map's view of the same tensors.
+  TensorDesc& add_desc(TensorDesc desc) override { return add(std::move(desc)).desc; }
+  TensorDesc* find_desc(TensorId id) override;
+  const TensorDesc* find_desc(TensorId id) const override;
+  bool stores_values() const override { return true; }
   Tensor* find(TensorId id);
   const Tensor* find(TensorId id) const;
   Tensor& at(TensorId id) { return tensors_.at(id); }
@@ -87,10 +98,8 @@ class Context {
   void log(const std::string& msg) const;
 
  private:
-  TensorId next_id();
   std::unordered_map<TensorId, Tensor> tensors_;
   uint64_t seed_;
-  Rng id_rng_;
   JitConfig jit_;
   KernelCache kernels_;
   int threads_ = 1;

@@ -8,15 +8,17 @@
 
 #include "engine/denormals.h"
 #include "engine/init.h"
-#include "engine/jit/stream.h"
 #include "engine/passes/pass.h"
+#include "jit/stream.h"
 
 namespace nnasm {
 
 Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   NNASM_TRY(original.finish());
-  std::unique_ptr<Executor> ex(new Executor(original));
-  Context& ctx = original.context();
+  Context* const runtime = Context::of(original);
+  if (!runtime) return Status::error("the program's tensors are descriptors alone: build it over a Context to run it");
+  Context& ctx = *runtime;
+  std::unique_ptr<Executor> ex(new Executor(original, ctx));
   if (ctx.opt_level() > 0) {
     ex->optimized_ = std::make_unique<Program>(original);
     NNASM_TRY(optimize(*ex->optimized_, ctx.opt_level(), nullptr, ctx.passes()));
@@ -24,12 +26,9 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   }
   const Program& p = *ex->program_;
   if (ctx.opt_level() > 0) NNASM_TRY(ex->plan_arena());
-  char* const arena = static_cast<char*>(ex->arena_.data());
   for (TensorId id : p.tensors()) {
+    if (ex->plan_.find(id)) continue;
     Tensor& t = ctx.at(id);
-    const PlannedTensor* slot = ex->plan_.find(id);
-    t.arena_slot = slot ? arena + slot->offset : nullptr;
-    if (slot) continue;
     const bool fresh = !t.allocated();
     if (!t.allocate(ctx.allocator()))
       return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
@@ -56,13 +55,13 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     s.args.in = ex->in_ptrs_.data() + ex->in_ptrs_.size();
     s.args.in_type = ex->types_.data() + ex->types_.size();
     for (TensorId id : ins.in) {
-      ex->in_ptrs_.push_back(ctx.at(id).storage());
+      ex->in_ptrs_.push_back(ex->storage(id));
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     s.args.out = ex->out_ptrs_.data() + ex->out_ptrs_.size();
     s.args.out_type = ex->types_.data() + ex->types_.size();
     for (TensorId id : ins.out) {
-      ex->out_ptrs_.push_back(ctx.at(id).storage());
+      ex->out_ptrs_.push_back(ex->storage(id));
       ex->types_.push_back(ctx.at(id).desc.type);
     }
     s.kernel = "ref";
@@ -115,23 +114,26 @@ Status Executor::plan_arena() {
   plan_ = plan_memory(p);
   NNASM_TRY(verify_plan(p, plan_).with_prefix("internal error: "));
   if (plan_.tensors.empty()) return Status::ok();
-  arena_ = AlignedBuffer(plan_.arena_bytes, program_->context().allocator());
+  arena_ = AlignedBuffer(plan_.arena_bytes, ctx_->allocator());
   if (arena_.empty()) return Status::errorf("cannot allocate the {}-byte arena of the temporaries", plan_.arena_bytes);
+  char* const arena = static_cast<char*>(arena_.data());
+  planned_.resize(plan_.tensors.size());
+  for (size_t k = 0; k < plan_.tensors.size(); ++k) {
+    planned_[k].desc = p.desc(plan_.tensors[k].id);
+    planned_[k].arena_slot = arena + plan_.tensors[k].offset;
+  }
   return Status::ok();
 }
 
-Executor::~Executor() {
-  if (plan_.tensors.empty()) return;
-  const char* arena = static_cast<const char*>(arena_.data());
-  Context& ctx = program_->context();  // program_ is optimized_ here, alive until after this body
-  for (const PlannedTensor& s : plan_.tensors) {
-    Tensor& t = ctx.at(s.id);
-    if (t.arena_slot == arena + s.offset) t.arena_slot = nullptr;
-  }
+Executor::~Executor() = default;
+
+void* Executor::storage(TensorId id) const {
+  if (const PlannedTensor* s = plan_.find(id)) return planned_[static_cast<size_t>(s - plan_.tensors.data())].arena_slot;
+  return ctx_->at(id).storage();
 }
 
 void Executor::build_streams() {
-  Context& ctx = program_->context();
+  Context& ctx = *ctx_;
   for (int k = 0; k < SECTION_COUNT; ++k) {
     const auto [b, e] = sections_[k];
     std::vector<StreamCall> calls;
@@ -218,7 +220,9 @@ void Executor::train_step() {
 
 Tensor* Executor::tensor(const std::string& name) const {
   TensorId id = program_->find(name);
-  return id == NO_TENSOR ? nullptr : &program_->context().at(id);
+  if (id == NO_TENSOR) return nullptr;
+  if (const PlannedTensor* s = plan_.find(id)) return &planned_[static_cast<size_t>(s - plan_.tensors.data())];
+  return &ctx_->at(id);
 }
 
 void Executor::run_part(void* step, int task) {
@@ -259,7 +263,7 @@ bool Executor::join(Step* a, Step* b) {
       if (w < r + storage_bytes(a->args.in_type[k]) && r < w + wn) return false;
     }
   }
-  const Isa isa = program_->context().jit().isa();
+  const Isa isa = ctx_->jit().isa();
   const int n = a->n_parts;
   for (int t = 0; t < n; ++t) {
     JitRequest ra{ia, a->args.in_type, a->args.out_type, isa, t, n}, rb{ib, b->args.in_type, b->args.out_type, isa, t, n};
@@ -289,7 +293,7 @@ bool Executor::join(Step* a, Step* b) {
 
 bool Executor::make_parts(const Instruction& ins, const Step& s, int n, bool along_k, std::vector<Part>* parts,
                           std::vector<std::shared_ptr<const JitKernel>>* kernels) {
-  Context& ctx = program_->context();
+  Context& ctx = *ctx_;
   for (int p = 0; p < n; ++p) {
     JitRequest r{ins, s.args.in_type, s.args.out_type, ctx.jit().isa(), p, n};
     r.split_reduction = along_k;
@@ -318,7 +322,7 @@ bool Executor::reads_trained_param(const Instruction& ins) const {
 const char* Executor::kernel_name(size_t i) const { return i < steps_.size() ? steps_[i].kernel : "?"; }
 
 void Executor::choose_kernel(Step* s, const Instruction& ins) {
-  Context& ctx = program_->context();
+  Context& ctx = *ctx_;
   const Isa isa = ctx.jit().isa();
   const JitFn jit = op_hooks(ins.op).jit;
   if (isa == Isa::REF || !jit) return;
@@ -367,14 +371,13 @@ void* Executor::relocate(const void* p) const {
 void* Executor::data(TensorId id) const {
   for (const Bound& b : bound_)
     if (b.id == id) return b.now;
-  const Tensor* t = program_->context().find(id);
-  if (!t || !program_->defined(id)) return nullptr;
-  void* p = t->storage();
+  if (!ctx_->find(id) || !program_->defined(id)) return nullptr;
+  void* p = storage(id);
   return p ? relocate(p) : nullptr;
 }
 
 Status Executor::bind(TensorId id, void* p) {
-  const Tensor* t = program_->context().find(id);
+  const Tensor* t = ctx_->find(id);
   if (!t || !program_->defined(id)) return Status::error("no such tensor");
   const TensorDesc& d = t->desc;
   if ((d.role != Role::INPUT && !d.is_output) || plan_.find(id) || t->data.empty())
@@ -399,8 +402,8 @@ Status Executor::bind(TensorId id, void* p) {
 }
 
 Result<std::unique_ptr<Executor>> Executor::instantiate() const {
-  std::unique_ptr<Executor> in(new Executor(*program_));
-  const Context& ctx = program_->context();
+  std::unique_ptr<Executor> in(new Executor(*program_, *ctx_));
+  const Context& ctx = *ctx_;
   // What a run writes, by the template's addresses: the arena, and every tensor outside it that
   // does not persist across runs.
   std::vector<const Tensor*> own;
@@ -455,6 +458,12 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   in->max_parts_ = max_parts_;
   std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
   in->state_ = state_;
+  in->plan_ = plan_;
+  in->planned_ = std::vector<Tensor>(planned_.size());
+  for (size_t k = 0; k < planned_.size(); ++k) {
+    in->planned_[k].desc = planned_[k].desc;
+    in->planned_[k].arena_slot = in->relocate(planned_[k].arena_slot);
+  }
   return in;
 }
 

@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/false_sharing.h"
+#include "engine/context.h"
 #include "engine/memory_plan.h"
-#include "engine/status.h"
 #include "engine/thread_pool.h"
 #include "isa/program.h"
+#include "isa/status.h"
+#include "jit/false_sharing.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -27,11 +28,11 @@ class Executor {
   // (engine/passes/pass.h) and runs that: program() is then the copy, whose temporaries may
   // differ from the original's (inputs, outputs, params, state and handed-out gradients keep
   // their names and meaning). It then plans the copy's private temporaries into one arena of
-  // this executor's (their Tensor::arena_slot), checks the plan with verify_plan (an error here
-  // is the planner's bug, reported rather than run), and gives every other tensor storage of its
-  // own. At opt_level() 0 nothing is planned: every tensor owns its storage, as before planning.
+  // this executor's own (no other executor sees or changes it), checks the plan with verify_plan
+  // (an error here is the planner's bug, reported rather than run), and gives every other tensor
+  // storage of its own in the context. At opt_level() 0 nothing is planned: every tensor owns
+  // its storage in the context. Errors also when the program's tensor map is not a Context.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
-  // Clears the arena slots it set that no later prepare took over. Requires the context alive.
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -99,10 +100,11 @@ class Executor {
   // allocation.
   bool run_steps(size_t max_steps);
 
-  // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary's
-  // storage is its arena slot, which this executor set if it was prepared last over it; its value
-  // is meaningful only until a later instruction reuses the slot, so read outputs after a run
-  // (make a tensor an output to read it).
+  // A tensor of the program by name; nullptr if there is no such tensor. A planned temporary is
+  // this executor's own record of it, whose storage is its slot in this executor's arena (an
+  // instance's: in the instance's arena); its value is meaningful only until a later instruction
+  // reuses the slot, so read outputs after a run (make a tensor an output to read it). Every
+  // other tensor is the context's.
   Tensor* tensor(const std::string& name) const;
   const Program& program() const { return *program_; }
   // Where program()'s temporaries live: empty at opt_level() 0.
@@ -134,7 +136,10 @@ class Executor {
     // this step's part t, the others those of the steps joined to it (join_parallel_steps).
     int chain = 1;
   };
-  explicit Executor(const Program& p) : program_(&p) {}
+  Executor(const Program& p, Context& ctx) : program_(&p), ctx_(&ctx) {}
+  // Where tensor `id` lives for this executor's kernels: its arena slot when planned, else the
+  // context's storage.
+  void* storage(TensorId id) const;
   // plan_ for program(), verified, and arena_ to hold it.
   Status plan_arena();
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
@@ -156,11 +161,12 @@ class Executor {
   // In training (the program has an update section), whether `ins` reads a param (JitRequest).
   bool reads_trained_param(const Instruction& ins) const;
   static void run_parallel(const void* step);  // a step with parts, from the dispatch stream
-  // Generates each section's dispatch stream (engine/jit/stream.h) when the context's JIT is on;
+  // Generates each section's dispatch stream (jit/stream.h) when the context's JIT is on;
   // without one, run() loops over the steps.
   void build_streams();
 
   const Program* program_;
+  Context* ctx_;
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
   RunState state_;
   uint64_t forward_runs_ = 0;  // the index the next forward run gets
@@ -181,6 +187,9 @@ class Executor {
   AlignedBuffer scratch_;
   MemoryPlan plan_;
   AlignedBuffer arena_;  // the planned temporaries' slots
+  // This executor's records of its planned temporaries, in plan_.tensors' order: descriptor and
+  // arena slot, no storage of their own.
+  mutable std::vector<Tensor> planned_;
   // An instance's: the storage of the tensors a run writes that the template kept outside its
   // arena (inputs, outputs, unplanned temporaries), and where each template byte range moved.
   AlignedBuffer own_;

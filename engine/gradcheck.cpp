@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "engine/autodiff.h"
-#include "engine/rng.h"
+#include "jit/rng.h"
 
 namespace nnasm {
 namespace {
@@ -30,7 +30,7 @@ std::string index_str(int64_t flat, const Shape& s) {
 }
 
 bool in_program(const Program& p, TensorId id) {
-  return id != NO_TENSOR && p.context().find(id) && p.find(p.desc(id).name) == id;
+  return id != NO_TENSOR && p.tensor_map().find_desc(id) && p.find(p.desc(id).name) == id;
 }
 
 // The checker's own program: a copy of `src`'s declarations and forward section.
@@ -119,9 +119,9 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
           name_of(d));
   }
 
-  auto copy = std::make_unique<Copy>(p.context().seed());
-  copy->ctx.set_jit(p.context().jit());
-  copy->ctx.set_opt_level(p.context().opt_level());
+  auto copy = std::make_unique<Copy>(Context::of(p)->seed());
+  copy->ctx.set_jit(Context::of(p)->jit());
+  copy->ctx.set_opt_level(Context::of(p)->opt_level());
   if (Status s = copy_forward(p, copy.get()); !s) return s.with_prefix("check_gradients: copying the program: ");
   Program& q = copy->prog;
   const TensorId yq = copy->map.count(y) ? copy->map.at(y) : NO_TENSOR;
@@ -156,7 +156,7 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
 
   // Values: what the user's tensors hold, else defaults (see the header).
   for (TensorId id : p.tensors()) {
-    const Tensor& src = p.context().at(id);
+    const Tensor& src = Context::of(p)->at(id);
     if (!src.desc.declared_up_front()) continue;
     Tensor& dst = copy->ctx.at(copy->map.at(id));
     // Params and state left unallocated here are initialized by prepare.

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/executor.h"
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

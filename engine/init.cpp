@@ -1,4 +1,4 @@
-// Seeded initializers (zeros … he_normal), drawing from engine/rng.h so one seed gives the same
+// Seeded initializers (zeros … he_normal), drawing from jit/rng.h so one seed gives the same
 // model everywhere.
 #include "engine/init.h"
 
@@ -6,7 +6,7 @@
 
 #include <xxhash.h>
 
-#include "engine/rng.h"
+#include "jit/rng.h"
 
 namespace nnasm {
 

@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "engine/passes/uses.h"
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/false_sharing.h"
+#include "jit/false_sharing.h"
 
 namespace nnasm {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/rng.h"
+#include "jit/rng.h"
 
 namespace nnasm {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
-#include "engine/tensor.h"
 #include "isa/opcode.h"
+#include "isa/status.h"
+#include "isa/tensor.h"
 
 namespace nnasm {
 

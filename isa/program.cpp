@@ -1,5 +1,5 @@
 // Program construction and its structural verifier (operand counts, immediates, def-before-use,
-// single definition); types come from the ops' shape inference through infer_types().
+// single definition); types come from the ops' shape inference through the tensor map's OpSemantics.
 #include "isa/program.h"
 
 #include <algorithm>
@@ -38,10 +38,10 @@ Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
                           d.type.shape.str(), d.type.shape.numel());
   const bool defined = d.declared_up_front();
   if (defined && !type_known) return Status::errorf("{} '{}' needs a type", role_name(d.role), d.name);
-  Tensor& t = ctx_->add(std::move(d));
-  TensorId id = t.desc.id;
+  const TensorDesc& t = map_->add_desc(std::move(d));
+  TensorId id = t.id;
   order_.push_back(id);
-  by_name_[t.desc.name] = id;
+  by_name_[t.name] = id;
   if (!type_known) untyped_.insert(id);
   if (defined) defined_.insert(id);
   return id;
@@ -108,16 +108,16 @@ Status Program::append(Instruction ins) {
 
   std::vector<TensorType> in_types;
   for (int k = 0; k < n_in; ++k) {
-    const Tensor* t = ctx_->find(ins.in[k]);
-    if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.in[k])
+    const TensorDesc* t = map_->find_desc(ins.in[k]);
+    if (!t || !by_name_.count(t->name) || by_name_.at(t->name) != ins.in[k])
       return Status::errorf("{}: input {} is not a tensor of this program", info.mnemonic, k + 1);
     if (!defined_.count(ins.in[k]))
       return Status::errorf("{}: input {} ({}{}) is used before it is defined", info.mnemonic, k + 1,
-                            t->desc.sigil(), t->desc.name);
-    in_types.push_back(t->desc.type);
+                            t->sigil(), t->name);
+    in_types.push_back(t->type);
   }
   if (info.flags & OPF_UPDATES_STATE) {
-    const uint32_t mask = state_inputs(ins.op);
+    const uint32_t mask = map_->ops().state_inputs(ins.op);
     for (int k = 0; k < n_in; ++k) {
       if (!(mask >> k & 1)) continue;
       const TensorDesc& d = desc(ins.in[k]);
@@ -132,23 +132,23 @@ Status Program::append(Instruction ins) {
     }
   }
   for (int k = 0; k < n_out; ++k) {
-    const Tensor* t = ctx_->find(ins.out[k]);
-    if (!t || !by_name_.count(t->desc.name) || by_name_.at(t->desc.name) != ins.out[k])
+    const TensorDesc* t = map_->find_desc(ins.out[k]);
+    if (!t || !by_name_.count(t->name) || by_name_.at(t->name) != ins.out[k])
       return Status::errorf("{}: output {} is not a tensor of this program", info.mnemonic, k + 1);
     if (inplace) {
       if (std::find(ins.in.begin(), ins.in.end(), ins.out[k]) == ins.in.end())
         return Status::errorf("{} updates its operands in place: output {}{} must also be an input", info.mnemonic,
-                              t->desc.sigil(), t->desc.name);
+                              t->sigil(), t->name);
     } else if (defined_.count(ins.out[k])) {
-      return Status::errorf("{}: redefinition of {}{}", info.mnemonic, t->desc.sigil(), t->desc.name);
+      return Status::errorf("{}: redefinition of {}{}", info.mnemonic, t->sigil(), t->name);
     }
     for (int j = 0; j < k; ++j)
       if (ins.out[j] == ins.out[k])
-        return Status::errorf("{}: output {}{} is named twice", info.mnemonic, t->desc.sigil(), t->desc.name);
+        return Status::errorf("{}: output {}{} is named twice", info.mnemonic, t->sigil(), t->name);
   }
 
   std::vector<TensorType> out_types(n_out);
-  NNASM_TRY(infer_types(ins, in_types, &out_types));
+  NNASM_TRY(map_->ops().infer_types(ins, in_types, &out_types));
   for (int k = 0; k < n_out; ++k) {
     const TensorDesc& d = desc(ins.out[k]);
     NNASM_TRY(check_shape(out_types[k].shape, fmt::format("{}: output %{}", info.mnemonic, d.name)));
@@ -181,7 +181,7 @@ Result<std::vector<TensorId>> Program::append_new(Instruction ins, const std::st
       by_name_.erase(desc(id).name);
       untyped_.erase(id);
       order_.pop_back();
-      ctx_->remove(id);
+      map_->remove(id);
     }
     return s;
   }
@@ -219,7 +219,7 @@ std::vector<TensorId> Program::cached_grads() const {
 }
 
 Status Program::set_code(std::vector<Instruction> code) {
-  Program fresh(*ctx_);
+  Program fresh(*map_);
   fresh.order_ = order_;
   fresh.by_name_ = by_name_;
   for (TensorId id : order_)
@@ -268,7 +268,7 @@ void Program::rollback(const Checkpoint& c) {
     by_name_.erase(desc(id).name);
     untyped_.erase(id);
     defined_.erase(id);
-    ctx_->remove(id);
+    map_->remove(id);
   }
 }
 

@@ -1,5 +1,5 @@
 // A Program: the tensor declarations and the ordered instruction list. Its tensors live in a
-// Context's tensor map; the program keeps their declaration order and a name index. Appending an
+// tensor map (isa/tensor_map.h: a runtime's Context, or descriptors alone); the program keeps their declaration order and a name index. Appending an
 // instruction validates it against the opcode table and runs the op's shape inference, so a
 // program is always well-typed. Not thread-safe.
 #pragma once
@@ -9,9 +9,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/context.h"
-#include "engine/status.h"
 #include "isa/instruction.h"
+#include "isa/status.h"
+#include "isa/tensor_map.h"
 
 namespace nnasm {
 
@@ -21,9 +21,10 @@ constexpr int64_t MAX_TENSOR_ELEMENTS = int64_t(1) << 32;
 
 class Program {
  public:
-  explicit Program(Context& ctx) : ctx_(&ctx) {}
+  explicit Program(TensorMap& tensors) : map_(&tensors) {}
 
-  Context& context() const { return *ctx_; }
+  // Where the program's descriptors live (and, for a runtime's Context, their values).
+  TensorMap& tensor_map() const { return *map_; }
 
   // Declares a tensor. Inputs, params and consts need a type; a temporary (or an output declared
   // before the instruction that defines it) may leave `type_known` false until an instruction
@@ -59,8 +60,9 @@ class Program {
   // rename of the new tensors were called.
   void rollback(const Checkpoint& c);
 
-  const TensorDesc& desc(TensorId id) const { return ctx_->at(id).desc; }
-  TensorDesc& desc(TensorId id) { return ctx_->at(id).desc; }
+  // Requires: id is a tensor of the map.
+  const TensorDesc& desc(TensorId id) const { return *map_->find_desc(id); }
+  TensorDesc& desc(TensorId id) { return *map_->find_desc(id); }
   // NO_TENSOR if no tensor has that name.
   TensorId find(const std::string& name) const;
   bool type_known(TensorId id) const { return !untyped_.count(id); }
@@ -94,7 +96,7 @@ class Program {
   Status finish() const;
 
  private:
-  Context* ctx_;
+  TensorMap* map_;
   std::vector<TensorId> order_;
   std::unordered_map<std::string, TensorId> by_name_;
   std::unordered_set<TensorId> untyped_;
@@ -104,15 +106,6 @@ class Program {
   bool training_ = false;
   std::map<std::pair<TensorId, TensorId>, TensorId> grads_;
 };
-
-// Shape inference of one instruction, implemented by the op registry (ops/registry.cpp):
-// `in` holds the input types in order; fills `out` (n_out entries). The message names the op and
-// the operands; the caller adds the location.
-Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out);
-
-// For an OPF_UPDATES_STATE op, the inputs it updates in place when training (bit k: input k);
-// 0 for other ops. Implemented by the op registry.
-uint32_t state_inputs(Opcode op);
 
 // A name the listing can spell: [A-Za-z_][A-Za-z0-9_.]*.
 bool valid_tensor_name(const std::string& name);

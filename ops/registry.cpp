@@ -1,5 +1,5 @@
-// The kernel registry: expands the opcode table into the per-op hooks, and implements the shape
-// inference entry point that Program::append calls.
+// The kernel registry: expands the opcode table into the per-op hooks, and implements the
+// OpSemantics through which a program reaches the ops' shape inference.
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -34,6 +34,22 @@ Status infer_types(const Instruction& ins, const std::vector<TensorType>& in, st
 }
 
 uint32_t state_inputs(Opcode op) { return op_hooks(op).state_inputs; }
+
+namespace {
+class RegistrySemantics final : public OpSemantics {
+ public:
+  Status infer_types(const Instruction& ins, const std::vector<TensorType>& in,
+                     std::vector<TensorType>* out) const override {
+    return nnasm::infer_types(ins, in, out);
+  }
+  uint32_t state_inputs(Opcode op) const override { return nnasm::state_inputs(op); }
+};
+}  // namespace
+
+const OpSemantics& op_semantics() {
+  static const RegistrySemantics s;
+  return s;
+}
 
 std::string operand_str(const Instruction&, int k, const TensorType& t) {
   return fmt::format("operand {} ({})", k + 1, t.str());

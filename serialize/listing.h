@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/context.h"
 #include "engine/init.h"
 #include "engine/version.h"
 #include "serialize/atomic_file.h"
@@ -43,7 +44,7 @@ SectionOut section(const char* tag, std::string bytes) {
 std::string encode_prog(const Program& p, const ModelSaveOptions& o) {
   SectionWriter w;
   w.string(fmt::format("nnasm {} (format {}.{})", NNASM_VERSION_STRING, MODEL_FORMAT_MAJOR, MODEL_FORMAT_MINOR));
-  w.u64(p.context().seed());
+  w.u64(Context::of(p)->seed());
   w.u64(o.run_index);
   w.string(program_print(p));
   return w.take();
@@ -55,7 +56,7 @@ std::string encode_data(const Program& p) {
   for (TensorId id : p.tensors()) n += stored(p.desc(id));
   w.u64(n);
   for (TensorId id : p.tensors()) {
-    const Tensor& t = p.context().at(id);
+    const Tensor& t = Context::of(p)->at(id);
     if (!stored(t.desc)) continue;
     w.string(t.desc.name);
     w.u8(static_cast<uint8_t>(t.desc.role));
@@ -72,7 +73,7 @@ std::string encode_data(const Program& p) {
         w.u8(0);
         continue;
       }
-      init_tensor(fresh, p.context().seed());
+      init_tensor(fresh, Context::of(p)->seed());
       src = &fresh;
     }
     w.u8(1);
@@ -91,7 +92,7 @@ Status decode_prog(SectionReader& r, const ModelLimits& lim, const Frame& fr, Pr
   std::string listing;
   NNASM_TRY(r.string(&listing, lim.max_listing_bytes, "listing"));
   NNASM_TRY(r.finish());
-  out->context().set_seed(meta->seed);
+  Context::of(*out)->set_seed(meta->seed);
   Status s = program_parse(listing, "listing", out);
   if (s) s = out->finish().with_prefix("listing: error: ");
   if (!s) {
@@ -124,7 +125,7 @@ Status decode_data(SectionReader& r, const ModelLimits& lim, Program* out, Model
     const std::string which = fmt::format("tensor {} ('{}')", k, name);
     if (id == NO_TENSOR) return r.error_at(at, which + ": not in the program's listing");
     if (!seen.insert(id).second) return r.error_at(at, which + ": a second record for it");
-    Tensor& t = out->context().at(id);
+    Tensor& t = Context::of(*out)->at(id);
     if (!stored(t.desc))
       return r.error_at(at, fmt::format("{}: the listing declares it {} %{}, which has no stored values", which,
                                         role_name(t.desc.role), name));
@@ -159,7 +160,7 @@ Status decode_data(SectionReader& r, const ModelLimits& lim, Program* out, Model
     if (bytes > r.remaining())
       return r.error(fmt::format("{}: {} values need {} bytes, the section has {} left", which, t.numel(), bytes,
                                  r.remaining()));
-    if (!t.allocate(out->context().allocator())) return r.error(fmt::format("{}: cannot allocate {} bytes", which, bytes));
+    if (!t.allocate(Context::of(*out)->allocator())) return r.error(fmt::format("{}: cannot allocate {} bytes", which, bytes));
     NNASM_TRY(r.array(t.data.data(), bytes, es, "values"));
     ++meta->tensors_with_values;
   }
@@ -246,10 +247,10 @@ Status copy_values(const Program& from, Program* to, ValuesReport* report) {
   ValuesReport rep;
   std::unordered_set<std::string> taken;
   for (TensorId id : to->tensors()) {
-    Tensor& t = to->context().at(id);
+    Tensor& t = Context::of(*to)->at(id);
     if (!stored(t.desc)) continue;
     const TensorId src_id = from.find(t.desc.name);
-    const Tensor* src = src_id == NO_TENSOR ? nullptr : &from.context().at(src_id);
+    const Tensor* src = src_id == NO_TENSOR ? nullptr : &Context::of(from)->at(src_id);
     if (!src || !stored(src->desc)) {
       rep.fresh.push_back(t.desc.name);
       continue;
@@ -262,7 +263,7 @@ Status copy_values(const Program& from, Program* to, ValuesReport* report) {
       rep.fresh.push_back(t.desc.name);
       continue;
     }
-    if (!t.allocate(to->context().allocator()))
+    if (!t.allocate(Context::of(*to)->allocator()))
       return Status::errorf("@{}: cannot allocate {} bytes", t.desc.name, storage_bytes(t.desc.type));
     std::memcpy(t.data.data(), src->data.data(), size_t(t.numel()) * dtype_size(t.desc.type.dtype));
     rep.copied.push_back(t.desc.name);

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

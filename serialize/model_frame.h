@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

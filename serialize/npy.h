@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/shape.h"
-#include "engine/status.h"
+#include "isa/shape.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

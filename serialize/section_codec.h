@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

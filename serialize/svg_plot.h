@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

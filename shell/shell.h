@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/activation.h"
-#include "engine/status.h"
+#include "engine/context.h"
+#include "isa/activation.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -191,7 +191,7 @@ struct Outcome {
 };
 
 Outcome run(const Program& p, const JitConfig& jit) {
-  Context& ctx = p.context();
+  Context& ctx = *Context::of(p);
   ctx.set_jit(jit);
   ctx.set_opt_level(0);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "api/nnasm.h"
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
 
 extern "C" int nnasm_c_run_listing(const char* listing, const float* x, size_t n_x, float* y, size_t n_y, char* err,
                                    size_t err_size);

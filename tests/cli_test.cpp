@@ -9,7 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "engine/jit/cpu.h"
+#include "engine/context.h"
+#include "jit/cpu.h"
 #include "serialize/listing.h"
 #include "serialize/npy.h"
 #include "tests/cli_fixture.h"

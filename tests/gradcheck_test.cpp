@@ -780,7 +780,7 @@ TEST(GradErrors, FillAndStepGiveZeroGradients) {
   }
   ex.value()->run(Section::FORWARD);
   ex.value()->run(Section::BACKWARD);
-  const Context& c = p.context();
+  const Context& c = *Context::of(p);
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(c.at(gy.value()[0]).f32()[i], xv[i] >= 0 ? 1.f : 0.f) << i;
     EXPECT_EQ(c.at(gm.value()[0]).f32()[i], 0.f) << i;

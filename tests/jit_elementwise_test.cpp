@@ -4,7 +4,7 @@
 // broadcast patterns of binary ops. Each run goes through Program + Executor twice, once with the
 // JIT at the level under test and once with it off (the oracle), and checks: the kernel that ran is
 // the generated one (by name), the results match (bitwise for IEEE-exact ops, within a tolerance
-// for the ones built on engine/jit/vmath.h), the output's padding is untouched (guard band), the
+// for the ones built on jit/vmath.h), the output's padding is untouched (guard band), the
 // inputs are unchanged. Every kernel also computes the same bits with its output written over an
 // input (in place, as the memory planner arranges). Also: code pages are never writable and
 // executable at once, and the kernel cache hands out one kernel per descriptor.

@@ -19,12 +19,12 @@
 
 #include <fmt/format.h>
 
-#include "engine/activation.h"
 #include "engine/executor.h"
-#include "engine/jit/cpu.h"
-#include "engine/jit/gemm.h"
-#include "tests/jit_levels.h"
+#include "isa/activation.h"
 #include "isa/program.h"
+#include "jit/cpu.h"
+#include "jit/gemm.h"
+#include "tests/jit_levels.h"
 
 namespace nnasm {
 namespace {
@@ -152,7 +152,7 @@ std::vector<std::vector<float>> inputs_for(const Case& c, std::mt19937& rng, boo
   return in;
 }
 
-// The kernel name the plan should pick (engine/jit/gemm_plan.cpp): dot products for up to 8 rows
+// The kernel name the plan should pick (jit/gemm_plan.cpp): dot products for up to 8 rows
 // with transB, GEMV for a few rows without, the tiled GEMM otherwise.
 std::string expected_kernel_prefix(const Case& c, Isa isa, int64_t rows) {
   std::string op = c.op == Opcode::MATMUL ? "matmul" : "linear";
@@ -452,7 +452,7 @@ struct DirectOperands {
 };
 
 // A GEMV with a large B sums K in segments; its parallel parts take consecutive segments, and
-// the last part to finish adds the others' sums into C (engine/jit/gemm.h). Called directly,
+// the last part to finish adds the others' sums into C (jit/gemm.h). Called directly,
 // the parts in either order (so that each part is the last one once) give C bitwise equal to
 // the whole kernel's, with a bias, activations, N tails, Aᵀ and beta = 1; the part counter ends
 // at 0; and the result matches a double-precision sum.

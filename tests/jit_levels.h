@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
 
 namespace nnasm {
 

@@ -1,4 +1,4 @@
-// Generated row-wise and reduction kernels (engine/jit/rowwise.h) against the reference kernels:
+// Generated row-wise and reduction kernels (jit/rowwise.h) against the reference kernels:
 // SOFTMAX, LOGSOFTMAX and the REDUCE ops along the last axis (the row layout) and along a middle
 // and the first axis (the col layout), keepdims; SOFTMAX_CE and its fused backward with i32 ids
 // (out-of-range ones included) and f32 targets; CLIP_GRAD_NORM over several gradients. At every

@@ -386,38 +386,63 @@ TEST(MemoryPlan, VerifierRejectsBadSlots) {
 
 // ---- the executor's arena ----
 
-TEST(MemoryPlan, TensorShowsTheArenaSlotOfTheLastPreparedExecutor) {
+TEST(MemoryPlan, EachExecutorOwnsItsArena) {
   FanOut f;
-  auto planned = prepared(f.p);
-  ASSERT_TRUE(planned);
-  Tensor* a = planned->tensor(f.a.name());
+  auto first = prepared(f.p);
+  ASSERT_TRUE(first);
+  Tensor* a = first->tensor(f.a.name());
   ASSERT_TRUE(a);
-  ASSERT_NE(a->arena_slot, nullptr);
-  EXPECT_EQ(a->f32(), a->arena_slot);
+  void* const slot = a->arena_slot;
+  ASSERT_NE(slot, nullptr);
+  EXPECT_EQ(a->f32(), slot);
   EXPECT_FALSE(a->data.data());  // no storage of its own
-  EXPECT_EQ(planned->tensor("y")->arena_slot, nullptr);
+  EXPECT_EQ(first->tensor("y")->arena_slot, nullptr);
+  // The context's tensor is not the executor's record and has no slot.
+  const Tensor& in_context = f.ctx.at(f.a.id());
+  EXPECT_NE(&in_context, a);
+  EXPECT_EQ(in_context.arena_slot, nullptr);
+  const std::vector<float> want = f.run(*first);
 
-  // A prepare that does not plan takes the tensor over; the planned executor still runs right.
+  // A second planned executor of the same program has its own slot and leaves the first's alone.
+  auto second = prepared(f.p);
+  ASSERT_TRUE(second);
+  Tensor* a2 = second->tensor(f.a.name());
+  ASSERT_TRUE(a2);
+  EXPECT_NE(a2, a);
+  EXPECT_NE(a2->arena_slot, slot);
+  EXPECT_EQ(first->tensor(f.a.name())->arena_slot, slot);
+
+  // So does an executor that does not plan: the temporary gets storage in the context.
   f.ctx.set_opt_level(0);
   auto unplanned = prepared(f.p);
   ASSERT_TRUE(unplanned);
-  EXPECT_EQ(a->arena_slot, nullptr);
-  EXPECT_TRUE(a->data.data());
-  const std::vector<float> want = f.run(*unplanned);
+  EXPECT_TRUE(unplanned->tensor(f.a.name())->data.data());
+  EXPECT_EQ(first->tensor(f.a.name())->arena_slot, slot);
+  EXPECT_EQ(f.run(*unplanned), want);
+
+  // Each runs right, in any order, and one's end does not touch the other.
   Tensor& y = f.ctx.at(f.y.id());
   std::fill(y.f32(), y.f32() + y.numel(), 0.f);
-  EXPECT_EQ(f.run(*planned), want);
+  EXPECT_EQ(f.run(*second), want);
+  second.reset();
+  std::fill(y.f32(), y.f32() + y.numel(), 0.f);
+  EXPECT_EQ(f.run(*first), want);
+  EXPECT_EQ(first->tensor(f.a.name())->arena_slot, slot);
+}
 
-  // The planning executor, destroyed, clears only slots that are still its own.
-  f.ctx.set_opt_level(1);
-  auto again = prepared(f.p);
-  ASSERT_TRUE(again);
-  void* slot = a->arena_slot;
-  ASSERT_NE(slot, nullptr);
-  planned.reset();
-  EXPECT_EQ(a->arena_slot, slot);
-  again.reset();
-  EXPECT_EQ(a->arena_slot, nullptr);
+// An instance's planned temporaries are its own records too, in the instance's arena.
+TEST(MemoryPlan, AnInstanceHasItsOwnArenaRecords) {
+  FanOut f;
+  auto ex = prepared(f.p);
+  ASSERT_TRUE(ex);
+  auto inst = ex->instantiate();
+  ASSERT_TRUE(inst) << inst.status().message();
+  Tensor* a = ex->tensor(f.a.name());
+  Tensor* ai = (*inst)->tensor(f.a.name());
+  ASSERT_TRUE(a && ai);
+  EXPECT_NE(ai->arena_slot, nullptr);
+  EXPECT_NE(ai->arena_slot, a->arena_slot);
+  EXPECT_EQ((*inst)->data(f.a.id()), ai->arena_slot);
 }
 
 // Planning and its check stay cheap on long programs: 3,000 instructions with fan-out.

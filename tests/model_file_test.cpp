@@ -50,7 +50,7 @@ void train(Executor& ex, int first_step, int steps) {
 }
 
 std::vector<float> values(const Program& p, const std::string& name) {
-  const Tensor& t = p.context().at(p.find(name));
+  const Tensor& t = Context::of(p)->at(p.find(name));
   return std::vector<float>(t.f32(), t.f32() + t.numel());
 }
 

@@ -39,12 +39,12 @@ F run(Program& p, const std::map<std::string, F>& inputs, const std::string& nam
   EXPECT_TRUE(ex.is_ok()) << ex.status().message();
   if (!ex) return {};
   for (const auto& [n, v] : inputs) {
-    const Tensor& t = p.context().at(p.find(n));
+    const Tensor& t = Context::of(p)->at(p.find(n));
     EXPECT_EQ(t.numel(), static_cast<int64_t>(v.size())) << n;
     std::copy(v.begin(), v.end(), t.f32());
   }
   (*ex)->run();
-  const Tensor& y = p.context().at(p.find(name));
+  const Tensor& y = Context::of(p)->at(p.find(name));
   return F(y.f32(), y.f32() + y.numel());
 }
 
@@ -391,18 +391,18 @@ bool run_all(Program& p, const std::map<std::string, F>& inputs) {
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
   EXPECT_TRUE(ex.is_ok()) << ex.status().message();
   if (!ex) return false;
-  for (const auto& [n, v] : inputs) std::copy(v.begin(), v.end(), p.context().at(p.find(n)).f32());
+  for (const auto& [n, v] : inputs) std::copy(v.begin(), v.end(), Context::of(p)->at(p.find(n)).f32());
   (*ex)->run();
   return true;
 }
 
 F values_f32(const Program& p, const std::string& name) {
-  const Tensor& t = p.context().at(p.find(name));
+  const Tensor& t = Context::of(p)->at(p.find(name));
   return F(t.f32(), t.f32() + t.numel());
 }
 
 std::vector<int32_t> values_i32(const Program& p, const std::string& name) {
-  const Tensor& t = p.context().at(p.find(name));
+  const Tensor& t = Context::of(p)->at(p.find(name));
   return std::vector<int32_t>(t.i32(), t.i32() + t.numel());
 }
 
@@ -482,7 +482,7 @@ TEST(OnnxImport, BoolOpsOnKnownValuesAreFolded) {
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(rt->p);
   ASSERT_TRUE(ex.is_ok()) << ex.status().message();
   const int32_t ids[3] = {0, 2, 5};
-  std::copy(ids, ids + 3, rt->p.context().at(rt->p.find("ids")).i32());
+  std::copy(ids, ids + 3, Context::of(rt->p)->at(rt->p.find("ids")).i32());
   (*ex)->run();
   EXPECT_EQ(values_f32(rt->p, "lt"), (F{1, 0, 0}));
 }

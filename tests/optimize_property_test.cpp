@@ -12,7 +12,7 @@
 #include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "engine/passes/pass.h"
-#include "engine/rng.h"
+#include "jit/rng.h"
 #include "shell/shell.h"
 
 namespace nnasm {
@@ -85,7 +85,7 @@ Recorded record_random(Program& p, uint64_t seed) {
 // Every recorded output's values after forward + backward at `level`; *n_instructions: how many
 // instructions ran.
 std::vector<std::vector<float>> run_at(Program& p, const Recorded& rec, int level, size_t* n_instructions) {
-  Context& ctx = p.context();
+  Context& ctx = *Context::of(p);
   ctx.set_opt_level(level);
   auto ex = Executor::prepare(p);
   EXPECT_TRUE(ex) << ex.status().message();

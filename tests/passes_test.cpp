@@ -28,19 +28,19 @@ std::string read_text(const std::string& path) {
 // Every f32 input and output value after one run of `p` (forward, then backward when present),
 // by name, with the inputs filled deterministically. The program runs as it is (opt level 0).
 std::map<std::string, std::vector<float>> run_values(const Program& p) {
-  p.context().set_opt_level(0);
+  Context::of(p)->set_opt_level(0);
   auto ex = Executor::prepare(p);
   EXPECT_TRUE(ex) << ex.status().message();
   if (!ex) return {};
   for (TensorId id : p.inputs()) {
-    Tensor& t = p.context().at(id);
+    Tensor& t = Context::of(p)->at(id);
     for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
   }
   ex.value()->run(Section::FORWARD);
   ex.value()->run(Section::BACKWARD);
   std::map<std::string, std::vector<float>> v;
   for (TensorId id : p.outputs()) {
-    const Tensor& t = p.context().at(id);
+    const Tensor& t = Context::of(p)->at(id);
     v[t.desc.name].assign(t.f32(), t.f32() + t.numel());
   }
   return v;

@@ -230,7 +230,7 @@ std::vector<std::vector<float>> run_program(const std::function<void(Program&, G
   for (int s = 0; s < 2; ++s) train ? b.ex->train_step() : b.ex->run();
   std::vector<std::vector<float>> out;
   for (TensorId id : run.tensors()) {
-    const Tensor& t = b.ctx.at(id);
+    const Tensor& t = *b.ex->tensor(run.desc(id).name);  // a planned temporary: the executor's record
     if (t.desc.type.dtype == DType::F32) out.emplace_back(t.f32(), t.f32() + t.numel());
   }
   return out;
@@ -276,7 +276,7 @@ TEST(ParallelSteps, MlpForwardBatch1IsBitwiseTheSame) {
 }
 
 // From 4 parts, a product whose B is packed (here Bᵀ) splits as a grid of row blocks and
-// column slices (engine/jit/gemm_plan.cpp): the same bits as one thread's, with the ReLU fused.
+// column slices (jit/gemm_plan.cpp): the same bits as one thread's, with the ReLU fused.
 TEST(ParallelSteps, GridSplitProductIsBitwiseTheSame) {
   expect_same_for_any_threads(
       [](Program&, Graph& g) {
@@ -286,7 +286,7 @@ TEST(ParallelSteps, GridSplitProductIsBitwiseTheSame) {
 }
 
 // Inference at batch 64: the first layer's column split runs as more slices than threads, which
-// the pool balances (engine/jit/gemm_plan.cpp, SLICES_PER_THREAD): whichever thread runs a
+// the pool balances (jit/gemm_plan.cpp, SLICES_PER_THREAD): whichever thread runs a
 // slice, the same bits as one thread's.
 TEST(ParallelSteps, MlpForwardBatch64SlicesAreBitwiseTheSame) {
   auto record = [](Program& p, Graph& g) { mlp(p, g, 64, false); };

@@ -1,4 +1,4 @@
-// The vectorized math of engine/jit/vmath.h against double-precision std:: results, at every ISA
+// The vectorized math of jit/vmath.h against double-precision std:: results, at every ISA
 // level this machine has: a dense sweep of each function's useful range, random bit patterns
 // (every magnitude, NaN and inf included) and the special values (±0, ±inf, NaN, denormals,
 // FLT_MIN/MAX, overflow and underflow thresholds). Each function's maximum error must stay
@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "engine/jit/elementwise.h"
-#include "engine/jit/vmath.h"
+#include "jit/elementwise.h"
+#include "jit/vmath.h"
 #include "tests/jit_levels.h"
 
 namespace nnasm {

@@ -3,9 +3,9 @@
 // nobody else, becomes that instruction's act= epilogue, applied in the GEMM's store.
 #include <fmt/format.h>
 
-#include "engine/activation.h"
 #include "engine/passes/pass.h"
 #include "engine/passes/uses.h"
+#include "isa/activation.h"
 
 namespace nnasm {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

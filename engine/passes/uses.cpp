@@ -1,6 +1,8 @@
 // Use analysis: one scan over the instruction stream.
 #include "engine/passes/uses.h"
 
+#include "ops/op.h"
+
 namespace nnasm {
 
 Uses::Uses(const Program& p) : p_(p) {

@@ -19,8 +19,8 @@
 //            JIT, other stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
 //            image, output channels × columns held in registers over channels and taps, bias and
 //            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.
-//            JIT, other strides: a bound kernel (engine/jit/kernel.h) runs im2col in C++ and calls the generated
-//            GEMM (engine/jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
+//            JIT, other strides: a bound kernel (jit/kernel.h) runs im2col in C++ and calls the generated
+//            GEMM (jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
 //            the packed 14×32 otherwise) and an elementwise epilogue (bias per channel, then
 //            the activation's snippet); the images are split into parallel parts.
 #include <algorithm>
@@ -28,8 +28,8 @@
 
 #include <fmt/format.h>
 
-#include "engine/jit/elementwise.h"
-#include "engine/jit/gemm.h"
+#include "jit/elementwise.h"
+#include "jit/gemm.h"
 #include "ops/conv/conv_geom.h"
 #include "ops/conv/conv_jit.h"
 #include "ops/elementwise/activation.h"

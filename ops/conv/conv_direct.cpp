@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/act_snippet.h"
-#include "engine/jit/frame.h"
-#include "engine/jit/vecgen.h"
+#include "jit/act_snippet.h"
+#include "jit/frame.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 namespace {

@@ -7,8 +7,8 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/activation.h"
-#include "engine/jit/kernel.h"
+#include "isa/activation.h"
+#include "jit/kernel.h"
 #include "ops/conv/conv_geom.h"
 
 namespace nnasm {

@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "engine/jit/act_snippet.h"
-#include "engine/jit/elementwise.h"
-#include "engine/jit/gemm.h"
+#include "jit/act_snippet.h"
+#include "jit/elementwise.h"
+#include "jit/gemm.h"
 #include "ops/conv/conv_depthwise.h"
 #include "ops/conv/conv_direct.h"
 

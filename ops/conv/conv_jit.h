@@ -1,12 +1,12 @@
-// The JIT side of the CONV2D family: one bound kernel per instruction (engine/jit/kernel.h) whose
+// The JIT side of the CONV2D family: one bound kernel per instruction (jit/kernel.h) whose
 // C++ driver walks the images and groups, runs im2col / col2im, and calls generated kernels — the
-// GEMM of each pass (engine/jit/gemm.h) and, forward, an elementwise epilogue for the bias and
+// GEMM of each pass (jit/gemm.h) and, forward, an elementwise epilogue for the bias and
 // the activation. The scratch layout, shared with the reference kernels: cols (k × p floats,
 // rounded up to whole cache lines), then the GEMM's own scratch.
 #pragma once
 #include <memory>
 
-#include "engine/jit/kernel.h"
+#include "jit/kernel.h"
 #include "ops/conv/conv_geom.h"
 #include "ops/linalg/gemm.h"
 #include "ops/op.h"

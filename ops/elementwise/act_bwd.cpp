@@ -14,7 +14,7 @@
 // Gradient   none (no second derivatives): autodiff reports it by name.
 // Kernels    reference loop; JIT: one snippet per fn for the shared elementwise generator,
 //            f32_act_bwd_<fn>__avx2 / __avx512. relu, leakyrelu, clipped_relu and abs are bitwise
-//            equal to the reference; the others use engine/jit/vmath.h (gelu_tanh as
+//            equal to the reference; the others use jit/vmath.h (gelu_tanh as
 //            s + x·s(1 − s)·(2k + 6kc·x²) with s = sigmoid(2u), the same derivative without the
 //            cancellation of 1 − tanh²), within the tolerances of tests/jit_elementwise_test.cpp.
 //            One ElementwiseOp (elementwise_op.h): CALC calls it as act_bwd(dy, x, fn=..., alpha=...).
@@ -23,7 +23,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "engine/jit/vmath.h"
+#include "jit/vmath.h"
 #include "ops/elementwise/activation.h"
 #include "ops/elementwise/elementwise_op.h"
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <cmath>
 
-#include "engine/jit/act_snippet.h"
+#include "jit/act_snippet.h"
 
 namespace nnasm::act {
 

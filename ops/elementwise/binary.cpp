@@ -20,7 +20,7 @@
 //            PRELU, as PyTorch: dx = dy where x > 0, dy·slope elsewhere; dslope = dy·x where
 //            x ≤ 0, 0 elsewhere (GREATER, MUL and WHERE). Comparisons: zero (piecewise constant).
 //            Each gradient is summed over the dimensions its input was broadcast along.
-// Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
+// Kernels    reference loop here. JIT (jit/elementwise.h), bitwise equal to the reference:
 //            f32_<op>__avx2 / __avx512 for equal shapes, and the broadcast cases neural nets make:
 //            one side a single element (_ascalar/_bscalar), a bias row ([n] with [m, n]: _arow/
 //            _brow), a per-row value ([m, 1] with [m, n]: _acol/_bcol). Other broadcasts run the
@@ -166,7 +166,7 @@ Status g_prelu(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) 
                      need[1] ? b.emit(Opcode::WHERE, {pos, zero, b.emit(Opcode::MUL, {dy[0], x})}) : NO_TENSOR, dx);
 }
 
-// ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see engine/jit/elementwise.h) ----
+// ---- JIT snippets: y = f(a, b) with a = s[0], b = s[1] (see jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <cstdint>
 
-#include "engine/shape.h"
+#include "isa/shape.h"
 
 namespace nnasm {
 

@@ -13,7 +13,7 @@
 // Gradient   across dtypes none (a zero gradient, as ARGMAX's): an integer carries no gradient, so
 //            neither does the i32 output of f32 → i32 (its steps make it piecewise constant) nor
 //            the i32 input of i32 → f32. A same-dtype cast is a copy: dx = dy.
-// Kernels    reference loop here. JIT (engine/jit/elementwise.h), bitwise equal to the reference:
+// Kernels    reference loop here. JIT (jit/elementwise.h), bitwise equal to the reference:
 //            f32_cast_to_i32__<isa> is vcvttps2dq (which gives INT32_MIN for NaN and every value
 //            out of range) with the saturation fixed up by two compares; f32_cast_from_i32__<isa>
 //            is vcvtdq2ps (the default rounding mode, which nnasm never changes); a same-dtype
@@ -22,7 +22,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -72,7 +72,7 @@ Status cast_grad(GradBuilder& b, const Instruction& ins, const std::vector<Tenso
   return b.status();
 }
 
-// ---- JIT: y = cast(x[0]); t are scratch registers (engine/jit/elementwise.h) ----
+// ---- JIT: y = cast(x[0]); t are scratch registers (jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
 

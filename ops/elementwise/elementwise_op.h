@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -29,7 +29,7 @@ struct ElementwiseOp {
   // y[j] = f(x[0][j], x[1][j]) for j < n, with exactly the arithmetic of the op's reference
   // kernel. y does not overlap the x. No allocation.
   void (*block)(const float* const* x, float* y, int64_t n, const EwImms& imm);
-  // The op's JIT snippet for these immediates (engine/jit/elementwise.h: src[k] is argument k).
+  // The op's JIT snippet for these immediates (jit/elementwise.h: src[k] is argument k).
   OpSnippet (*snippet)(const EwImms& imm);
 };
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.h"
+#include "isa/status.h"
 #include "ops/elementwise/elementwise_op.h"
 
 namespace nnasm {

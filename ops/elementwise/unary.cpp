@@ -39,10 +39,10 @@
 //            PyTorch: 0 for x < −3, dy·(x/3 + 1/2) for −3 ≤ x ≤ 3, dy above. SELU: gamma times
 //            ACT_BWD's elu derivative. All from forward ops and ACT_BWD.
 // Kernels    reference loop here. JIT: one register snippet per op for the shared elementwise
-//            generator (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512. SCALE, NEG, SQRT, ABS,
+//            generator (jit/elementwise.h), f32_<op>__avx2 / __avx512. SCALE, NEG, SQRT, ABS,
 //            SQUARE, RELU, LEAKYRELU, CLIPPED_RELU, STEP, CLAMP, RECIPROCAL, FLOOR, CEIL, ROUND,
 //            SIGN, HARDSIGMOID and HARDSWISH are bitwise equal to the reference; EXP, LOG, ELU, SIGMOID,
-//            TANH, GELU, SWISH, ERF, SOFTPLUS and SELU use engine/jit/vmath.h and differ from it by
+//            TANH, GELU, SWISH, ERF, SOFTPLUS and SELU use jit/vmath.h and differ from it by
 //            the bounds documented there.
 //            SOFTPLUS, HARDSIGMOID, HARDSWISH and SELU are plain unary ops, not OPF_ACTIVATION:
 //            a fused GEMM/CONV epilogue for them would need each in the Activation enum, the
@@ -53,7 +53,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "engine/jit/act_snippet.h"
+#include "jit/act_snippet.h"
 #include "ops/elementwise/activation.h"
 #include "ops/elementwise/elementwise_op.h"
 
@@ -225,7 +225,7 @@ Status g_act(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   return b.status();
 }
 
-// ---- JIT snippets: y = f(x[0]); t are scratch registers (see engine/jit/elementwise.h) ----
+// ---- JIT snippets: y = f(x[0]); t are scratch registers (see jit/elementwise.h) ----
 using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
 
@@ -256,7 +256,7 @@ OpSnippet s_abs(const EwImms&) {
 OpSnippet s_square(const EwImms&) {
   return {"square", "", 0, [](VecGen& v, const Xmm& y, const Regs& x, const Regs&) { v.g.vmulps(y, x[0], x[0]); }};
 }
-// The activations' snippets are shared with LINEAR's fused epilogue (engine/jit/act_snippet.h).
+// The activations' snippets are shared with LINEAR's fused epilogue (jit/act_snippet.h).
 OpSnippet act(Activation f, const char* key, float a) {
   ActSnippet s = act_snippet(f, a);
   return {activation_name(f), key ? fmt::format("{}={}", key, a) : "", s.n_tmp,

@@ -8,15 +8,16 @@
 // Gradient   a: dy where cond is true, b: dy where it is false (WHERE(cond, dy, 0) and
 //            WHERE(cond, 0, dy)), each summed over the dimensions its input was broadcast along;
 //            none to cond (piecewise constant: a zero gradient).
-// Kernels    reference: one loop over broadcast rows. JIT (engine/jit/elementwise.h), bitwise equal
+// Kernels    reference: one loop over broadcast rows. JIT (jit/elementwise.h), bitwise equal
 //            to the reference: the three operands streamed, a row, a column or one element as the
 //            generator reads them (the ROW and COL ones on one [rows, inner] split, as CALC's);
 //            f32_where__<isa> for an f32 cond (a vcmpps against 0), f32_where_i32cond__<isa> for
 //            an i32 one (an integer compare); other broadcasts run the reference. The kernel moves
 //            bits, so i32 a and b take the same code.
 // Notes      Not a CALC building block: CALC's functions take one or two arguments.
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 #include "ops/elementwise/broadcast.h"
+#include "ops/op.h"
 
 namespace nnasm {
 namespace {

@@ -1,7 +1,7 @@
 // dZ of a fused activation, from the output (see the header).
 #include "ops/linalg/act_grad.h"
 
-#include "engine/activation.h"
+#include "isa/activation.h"
 
 namespace nnasm {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/jit/gemm.h"
+#include "jit/gemm.h"
 #include "ops/op.h"
 
 namespace nnasm {

@@ -18,14 +18,14 @@
 //            it" (write LINEAR then the activation op).
 // Kernels    reference: bias rows, then ops/linalg/gemm.h's GEMM accumulates x·W (a row of y never
 //            depends on the other rows).
-//            JIT (engine/jit/gemm.h): GEMM with the bias fused into the store,
+//            JIT (jit/gemm.h): GEMM with the bias fused into the store,
 //            `f32_linear__avx512_14x32` / `__avx2_6x16`, or `__<isa>_gemv_mN` for a few rows; big
 //            ones as parallel parts, each its own slice of the output columns. With act, the last
-//            K block's epilogue applies the activation's snippet (engine/jit/act_snippet.h, the
+//            K block's epilogue applies the activation's snippet (jit/act_snippet.h, the
 //            activation ops' own code): `f32_linear_relu__avx512_14x32`.
 #include <algorithm>
 
-#include "engine/jit/gemm.h"
+#include "jit/gemm.h"
 #include "ops/elementwise/activation.h"
 #include "ops/linalg/act_grad.h"
 #include "ops/linalg/gemm.h"

@@ -12,14 +12,14 @@
 //            summed over broadcast batch dimensions.
 // Kernels    reference: ops/linalg/gemm.h's GEMM per batch (Eigen packets, each element of y
 //            summed in an order fixed by K and the transposes: a row never depends on M). JIT
-//            (engine/jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
+//            (jit/gemm.h): packed GEMM `f32_matmul__avx512_14x32` / `__avx2_6x16`, GEMV
 //            `__<isa>_gemv_mN` for a few rows, dot products `__<isa>_dot_mN` for a few rows with
 //            transB (without act); the batch loops (broadcast included) are inside the kernel;
 //            an activation runs in the last K block's store, `f32_matmul_relu__avx2_6x16`. Big GEMMs and
 //            GEMVs run as parallel parts, each its own slice of N (jit_gemm_parts).
 #include <algorithm>
 
-#include "engine/jit/gemm.h"
+#include "jit/gemm.h"
 #include "ops/elementwise/activation.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/linalg/act_grad.h"

@@ -11,7 +11,7 @@
 //            SOFTMAX_CE_BWD: none.
 // Kernels    reference: per row max, log-sum-exp, then the loss or the gradient; numerically
 //            stable for any finite logits.
-//            JIT (engine/jit/rowwise.h), AVX2/AVX-512: `f32_softmax_ce_{ids,probs}__<isa>` and
+//            JIT (jit/rowwise.h), AVX2/AVX-512: `f32_softmax_ce_{ids,probs}__<isa>` and
 //            `f32_softmax_ce_bwd_{ids,probs}__<isa>`: per row a max pass, a Σ e^(x − m) pass, then
 //            (ids) one element, or (probs, BWD) a third pass; row terms summed in double. Error of
 //            lse = ln Σ: absolute ≤ ulp(lse)·LOG_MAX_ULP + the relative error of Σ (≤ 1.5 ulp per
@@ -22,7 +22,7 @@
 //            The fused backward pays: it replaces softmax, subtract and scale passes.
 #include <cmath>
 
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 #include "ops/op.h"
 
 namespace nnasm {

@@ -1,9 +1,9 @@
-// The JIT side of BATCHNORM2D and BATCHNORM2D_BWD: bound kernels (engine/jit/kernel.h) whose C++
+// The JIT side of BATCHNORM2D and BATCHNORM2D_BWD: bound kernels (jit/kernel.h) whose C++
 // driver walks the channels and calls two kinds of generated code —
 //   a per-channel sums kernel: Σ(x − m) and Σ(x − m)² over every image's plane of the channel
 //   (or, for the backward, Σdy and Σdy·(x − m)), the floats widened to double and summed in
 //   double vectors, so the statistics keep the reference's double precision;
-//   an elementwise kernel (engine/jit/elementwise.h) over the whole tensor, rows = image ×
+//   an elementwise kernel (jit/elementwise.h) over the whole tensor, rows = image ×
 //   channel, that applies the per-channel affine map the driver worked out: y = (x − μ)·s + β
 //   forward, dx = a·dy + cx·(x − μ) + c0 backward (per-row values in the scratch).
 // Results differ from the reference (one sequential double sum per channel) in the order of the
@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/elementwise.h"
-#include "engine/jit/frame.h"
-#include "engine/jit/vecgen.h"
+#include "jit/elementwise.h"
+#include "jit/frame.h"
+#include "jit/vecgen.h"
 #include "ops/norm/batchnorm.h"
 
 namespace nnasm {

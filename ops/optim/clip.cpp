@@ -7,13 +7,13 @@
 // Immediates max_norm: f32, required, > 0.
 // Gradient   none: update instructions are never differentiated.
 // Kernels    reference: two passes over all gradients.
-//            JIT (engine/jit/rowwise.h), AVX2/AVX-512 `f32_clip_grad_norm__<isa>`: the same two
+//            JIT (jit/rowwise.h), AVX2/AVX-512 `f32_clip_grad_norm__<isa>`: the same two
 //            passes; Σ g² in double from exactly widened floats (8 double accumulators, a fixed
 //            tree: deterministic, and within a few double ulps of the reference's sum, so the f32
 //            scale almost always has the reference's bits; at most 1 ulp apart).
 #include <cmath>
 
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 #include "ops/optim/optim_common.h"
 
 namespace nnasm {

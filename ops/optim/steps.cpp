@@ -14,7 +14,7 @@
 // Outputs    SGD: w, v. ADAM/ADAMW: w, m, v. RMSPROP: w, s — the inputs, updated in place.
 // Gradient   none: update instructions are never differentiated.
 // Kernels    reference: one pass over the weight. JIT: the same pass as one multi-input,
-//            multi-output elementwise kernel (engine/jit/elementwise.h), f32_<op>__avx2 / __avx512,
+//            multi-output elementwise kernel (jit/elementwise.h), f32_<op>__avx2 / __avx512,
 //            with the reference's operations in the reference's order, so bitwise equal to it.
 //            ADAM/ADAMW get lr, the bias corrections 1 − βᵗ (in double, as the reference) and lr·λ
 //            from a host function the kernel calls once per run.
@@ -23,7 +23,7 @@
 //            depends on lr, t and the immediates only, so all parts use the same scalars.
 #include <cmath>
 
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 #include "ops/optim/optim_common.h"
 
 namespace nnasm {

@@ -18,8 +18,8 @@
 #include <fmt/format.h>
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/frame.h"
-#include "engine/jit/vecgen.h"
+#include "jit/frame.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 namespace {

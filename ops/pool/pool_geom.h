@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/status.h"
 #include "isa/instruction.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "engine/jit/kernel.h"
+#include "jit/kernel.h"
 #include "ops/pool/pool_geom.h"
 
 namespace nnasm {

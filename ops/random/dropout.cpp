@@ -3,7 +3,7 @@
 // Computes   training (RunState::training): y = x·mask/(1 − rate), where element i is kept when
 //            u_i ≥ ⌊rate·2³²⌋, u_i = the high 32 bits of mix(S + (i + 1)·G), S = mix(mix(mix(seed)
 //            + key·G) + run_index·G), mix = splitmix64's output function and G its increment
-//            (engine/rng.h). rate = 0: y = x.
+//            (jit/rng.h). rate = 0: y = x.
 //            inference: y = x.
 // Inputs     x: f32, any shape.
 // Outputs    y: like x.
@@ -31,7 +31,7 @@
 
 #include <cmath>
 
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 
 namespace nnasm {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/rng.h"
+#include "jit/rng.h"
 #include "ops/op.h"
 
 namespace nnasm {

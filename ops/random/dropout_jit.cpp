@@ -30,9 +30,9 @@
 #include <fmt/format.h>
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/elementwise.h"
-#include "engine/jit/frame.h"
-#include "engine/jit/vecgen.h"
+#include "jit/elementwise.h"
+#include "jit/frame.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 namespace {

@@ -3,8 +3,8 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/status.h"
 #include "isa/instruction.h"
+#include "isa/status.h"
 #include "ops/op.h"
 
 namespace nnasm {

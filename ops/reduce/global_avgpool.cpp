@@ -6,10 +6,10 @@
 // Immediates none.
 // Gradient   dx = dy · 1/(H·W) EXPANDed back to [N, C, H, W] (SCALE, EXPAND).
 // Kernels    reference: one pass per channel, f32 accumulation in index order, then ÷ H·W.
-//            JIT: REDUCE_MEAN's row kernel (engine/jit/rowwise.h) over N·C rows of H·W floats,
+//            JIT: REDUCE_MEAN's row kernel (jit/rowwise.h) over N·C rows of H·W floats,
 //            `f32_reduce_mean__<isa>_row`, with that kernel's error bound.
 // Notes      NaN and ±inf propagate through the sum.
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 #include "ops/op.h"
 
 namespace nnasm {

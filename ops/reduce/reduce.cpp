@@ -11,7 +11,7 @@
 //            the zero and 0 elsewhere, a row with more gets 0 (EQUAL, REDUCE_SUM, REDUCE_PROD, DIV,
 //            WHERE).
 // Kernels    reference: one pass per output element, f32 accumulation in index order.
-//            JIT (engine/jit/rowwise.h), AVX2/AVX-512, one pass: last axis `f32_reduce_sum__<isa>_row`
+//            JIT (jit/rowwise.h), AVX2/AVX-512, one pass: last axis `f32_reduce_sum__<isa>_row`
 //            (4 vector accumulators, a fixed pairwise tree, then a fixed lane tree: SUM/MEAN within
 //            (⌈len/(4W)⌉ + log2(4W))·ulp·Σ|x| of the exact sum); other axes `_col` (each lane one
 //            output, index order: bitwise the reference). MAX and MIN are exact (a zero extremum may
@@ -23,7 +23,7 @@
 // Notes      REDUCE_MAX and REDUCE_MIN propagate NaN (the first NaN of a row is the result).
 #include <cmath>
 
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 #include "ops/reduce/axis.h"
 
 namespace nnasm {

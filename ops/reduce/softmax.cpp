@@ -8,7 +8,7 @@
 // Gradient   SOFTMAX: y·(dy − Σ dy·y); LOGSOFTMAX: dy − e^y·Σ dy (sums along the axis, kept as
 //            dimensions of 1 so they broadcast back).
 // Kernels    reference: three passes per row (max, sum of exponentials, normalize).
-//            JIT (engine/jit/rowwise.h), AVX2/AVX-512: last axis `f32_softmax__<isa>_row` (pass 1
+//            JIT (jit/rowwise.h), AVX2/AVX-512: last axis `f32_softmax__<isa>_row` (pass 1
 //            max, pass 2 e^(x − m) stored while summing, pass 3 ·1/Σ in place; LOGSOFTMAX: pass 2
 //            sums only, pass 3 y = (x − m) − ln Σ); other axes `_col` (each lane one row, the same
 //            passes down the axis). Error against the exact result: SOFTMAX relative ≤ 1.5 ulp (exp,
@@ -21,7 +21,7 @@
 //            gives NaN, as in PyTorch.
 #include <cmath>
 
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 #include "ops/reduce/axis.h"
 
 namespace nnasm {

@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/status.h"
+#include "isa/status.h"
 
 namespace nnasm {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 #include "serialize/flow/flow.h"
 #include "serialize/import_report.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
 #include "isa/instruction.h"
+#include "isa/status.h"
 #include "serialize/flow/flow.h"
 
 namespace nnasm {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/status.h"
+#include "isa/status.h"
 #include "serialize/onnx/onnx_model.h"
 
 namespace nnasm {

@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
 #include "serialize/import_report.h"
 #include "serialize/onnx/onnx_model.h"
 

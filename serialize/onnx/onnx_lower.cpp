@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/context.h"
 #include "serialize/onnx/onnx_host.h"
 #include "serialize/onnx/onnx_lower.h"
 
@@ -107,7 +108,7 @@ Status OnnxLowering::materialize(OnnxValue& v, const std::string& name, Role rol
   if (!id) return id.status();
   if (weight) {
     // A weight's values live in its storage, which a model file saves and prepare keeps.
-    Tensor& t = p_.context().at(*id);
+    Tensor& t = Context::of(p_)->at(*id);
     if (!t.allocate()) return Status::errorf("cannot allocate {} bytes for @{}", n * 4, t.desc.name);
     std::memcpy(t.f32(), h.f.data(), static_cast<size_t>(n) * 4);
   }

@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "engine/status.h"
 #include "isa/program.h"
+#include "isa/status.h"
+#include "serialize/import_names.h"
 #include "serialize/import_report.h"
 #include "serialize/onnx/onnx_model.h"
-#include "serialize/import_names.h"
 
 namespace nnasm {
 

@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "engine/shape.h"
-#include "engine/status.h"
+#include "engine/context.h"
 #include "isa/program.h"
+#include "isa/shape.h"
+#include "isa/status.h"
 #include "serialize/model_file.h"
 #include "serialize/npy.h"
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "engine/executor.h"
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
 #include "serialize/listing.h"
 #include "shell/cli/cli.h"
 

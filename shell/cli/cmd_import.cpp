@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "serialize/atomic_file.h"
-#include "serialize/listing.h"
 #include "serialize/flow/flow_import.h"
+#include "serialize/listing.h"
 #include "serialize/model_file.h"
 #include "serialize/onnx/onnx_import.h"
 #include "shell/cli/cli.h"
@@ -40,7 +40,7 @@ Status parse_shape(const std::string& arg, std::map<std::string, std::vector<int
 // A listing that carries its weights: params and state get their values inline.
 std::string listing_with_values(Program& p) {
   for (TensorId id : p.tensors()) {
-    Tensor& t = p.context().at(id);
+    Tensor& t = Context::of(p)->at(id);
     if ((t.desc.role == Role::PARAM || t.desc.role == Role::STATE) && !t.data.empty())
       t.desc.values.assign(t.f32(), t.f32() + t.numel());
   }

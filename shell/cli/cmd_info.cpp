@@ -76,7 +76,7 @@ Status print_memory(const Program& p) {
   if (!ex) return ex.status();
   const Program& run = ex.value()->program();
   const MemoryPlan& plan = ex.value()->memory_plan();
-  if (p.context().opt_level() == 0) {
+  if (Context::of(p)->opt_level() == 0) {
     fmt::print("memory:   not planned (NNASM_OPT=0): every tensor has storage of its own\n");
   } else {
     size_t in_place = 0;

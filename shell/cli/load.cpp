@@ -44,7 +44,7 @@ Status load_program(const std::string& path, Program* p, ModelMeta* meta, bool* 
     NNASM_TRY(program_parse(bytes, path, p));
     NNASM_TRY(p->finish().with_prefix(path + ": error: "));
   }
-  if (verbosity() == 0) p->context().set_log([](const std::string&) {});
+  if (verbosity() == 0) Context::of(*p)->set_log([](const std::string&) {});
   return Status::ok();
 }
 

@@ -1,4 +1,4 @@
-// The generated GEMM and GEMV (engine/jit/gemm.h) next to Eigen, measured in the same run: square
+// The generated GEMM and GEMV (jit/gemm.h) next to Eigen, measured in the same run: square
 // SGEMM (the FLOPS counter is in FLOP/s; this machine's peak is about 117 GFLOP/s per core), the
 // batch-1 layer 1×784·784×256, and the MLP 784-256-128-10 forward at batch 1 and 64 through the
 // executor. nnasm runs at the best ISA the CPU has; Eigen is built like the rest of the tree

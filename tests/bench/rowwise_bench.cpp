@@ -1,4 +1,4 @@
-// Row-wise and reduction kernels (engine/jit/rowwise.h): SOFTMAX 64×1000 and 1×10, REDUCE_SUM
+// Row-wise and reduction kernels (jit/rowwise.h): SOFTMAX 64×1000 and 1×10, REDUCE_SUM
 // 1024×1024 along either axis, SOFTMAX_CE with class ids 64×10 and 64×1000. Each as the generated
 // kernel at the machine's best ISA level, the reference kernel (JIT off) and an Eigen expression,
 // measured in the same run; the JIT entry also reports ref_x and eigen_x (how many times faster

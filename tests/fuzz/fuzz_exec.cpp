@@ -20,7 +20,7 @@ constexpr size_t MAX_BYTES = size_t(4) << 20;
 // Small values of both signs (and zero); for i32 inputs, class ids from -1 (out of range) to 3.
 void fill_inputs(const Program& p) {
   for (TensorId id : p.inputs()) {
-    Tensor& t = p.context().at(id);
+    Tensor& t = Context::of(p)->at(id);
     const int64_t n = t.numel();
     if (t.desc.type.dtype == DType::F32) {
       for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(i % 7 - 3) * 0.25f;

@@ -23,8 +23,8 @@
 
 #include <fmt/format.h>
 
-#include "engine/jit/cpu.h"
 #include "engine/version.h"
+#include "jit/cpu.h"
 #include "serialize/atomic_file.h"
 #include "serialize/onnx/onnx_import.h"
 #include "tests/onnx/node_case.h"

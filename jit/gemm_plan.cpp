@@ -1,13 +1,13 @@
-// The GEMM planner and the public entry points of engine/jit/gemm.h: what kernel shape, tile and
+// The GEMM planner and the public entry points of jit/gemm.h: what kernel shape, tile and
 // blocking an instruction gets, the cache descriptor, and the name. The code itself is written by
-// engine/jit/gemm_kernel.cpp.
-#include "engine/jit/gemm.h"
+// jit/gemm_kernel.cpp.
+#include "jit/gemm.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "engine/jit/gemm_plan.h"
+#include "jit/gemm_plan.h"
 
 namespace nnasm {
 namespace gemm {

@@ -1,11 +1,11 @@
 // Code buffers with W^X discipline, and the kernel cache.
-#include "engine/jit/kernel.h"
+#include "jit/kernel.h"
 
 #include <xbyak/xbyak.h>
 
 #include <fmt/format.h>
 
-#include "engine/tensor.h"
+#include "jit/aligned_buffer.h"
 
 namespace nnasm {
 

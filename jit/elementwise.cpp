@@ -1,14 +1,14 @@
 // The elementwise generator: register allocation, the loop nest, remainders and tails, and the
 // two-pass build (measure, then generate into a buffer of exactly that size).
-#include "engine/jit/elementwise.h"
+#include "jit/elementwise.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "engine/jit/frame.h"
-#include "engine/tensor.h"
+#include "isa/tensor.h"
+#include "jit/frame.h"
 
 namespace nnasm {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/jit/kernel.h"
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
+#include "jit/kernel.h"
 
 namespace nnasm {
 

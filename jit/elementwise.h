@@ -13,10 +13,10 @@
 
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/kernel.h"
-#include "engine/jit/vecgen.h"
-#include "engine/shape.h"
-#include "ops/op.h"
+#include "isa/shape.h"
+#include "jit/abi.h"
+#include "jit/kernel.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 

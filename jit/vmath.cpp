@@ -1,7 +1,7 @@
 // The vectorized math snippets. Polynomials are least-squares fits on Chebyshev nodes with
 // coefficients rounded to float one at a time (each later coefficient refitted to absorb the
 // rounding of the earlier ones), evaluated by Horner's rule with FMA.
-#include "engine/jit/vmath.h"
+#include "jit/vmath.h"
 
 #include <cfloat>
 #include <cmath>

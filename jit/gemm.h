@@ -1,7 +1,7 @@
 // Generated GEMM and GEMV for MATMUL and LINEAR: C = op(A)·op(B) [+ bias row], row-major, fp32,
 // generated for the exact M, N, K, transposes, batch shapes and epilogue of one instruction.
 //
-// Three kernel shapes, chosen per instruction (engine/jit/gemm_plan.h says how):
+// Three kernel shapes, chosen per instruction (jit/gemm_plan.h says how):
 //   tiled   a register-tiled MR×NR micro-kernel (AVX-512 up to 14×32, AVX2 up to 6×16)
 //           broadcasts A against B and writes C with a fused epilogue, K blocked so a block of
 //           B stays in L2. The operands are read in place where their rows are under a page
@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 
-#include "engine/jit/act_snippet.h"
-#include "engine/jit/cpu.h"
-#include "engine/jit/kernel.h"
-#include "engine/shape.h"
-#include "engine/status.h"
+#include "isa/shape.h"
+#include "isa/status.h"
+#include "jit/act_snippet.h"
+#include "jit/cpu.h"
+#include "jit/kernel.h"
 
 namespace nnasm {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/jit/cpu.h"
-#include "engine/status.h"
+#include "isa/status.h"
+#include "jit/cpu.h"
 
 namespace Xbyak {
 class CodeGenerator;

@@ -1,5 +1,5 @@
 // VecGen: register naming, the constant pool, tails and masks for AVX2 and AVX-512.
-#include "engine/jit/vecgen.h"
+#include "jit/vecgen.h"
 
 #include <cstring>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/jit/kernel.h"
+#include "jit/kernel.h"
 
 namespace nnasm {
 

@@ -1,5 +1,5 @@
 // CPU probe and the JIT configuration read from the environment.
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-// How one GEMM is generated (internal to engine/jit/gemm*.cpp): the kernel shape (tiled, gemv,
+// How one GEMM is generated (internal to jit/gemm*.cpp): the kernel shape (tiled, gemv,
 // dot), the tile and the cache blocking, the batch loops, and the scratch it needs, decided from
 // the exact shapes at prepare time. Plain data, so that the decision can be tested and printed
 // apart from the code it leads to.
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/jit/gemm.h"
+#include "jit/gemm.h"
 
 namespace Xbyak {
 class CodeGenerator;
@@ -94,7 +94,7 @@ struct Plan {
 // the dot kernel.
 bool make_plan(const GemmJitDesc& d, Isa isa, Plan* out);
 
-// Writes the kernel for `p` into `g` (engine/jit/gemm_kernel.cpp). Throws what xbyak throws.
+// Writes the kernel for `p` into `g` (jit/gemm_kernel.cpp). Throws what xbyak throws.
 void emit_gemm(Xbyak::CodeGenerator& g, const Plan& p);
 
 }  // namespace gemm

@@ -7,7 +7,7 @@
 
 #include <xbyak/xbyak.h>
 
-#include "ops/op.h"
+#include "jit/abi.h"
 
 namespace nnasm {
 

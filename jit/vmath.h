@@ -1,6 +1,6 @@
 // Vectorized math as in-register snippets for AVX2 and AVX-512: exp, expm1, log, tanh, sigmoid,
 // the normal CDF, erf, softplus and the two GELU forms. Each function emits code that computes dst = f(x) for
-// every lane, using only the scratch registers it is given; kernels (engine/jit/elementwise.h)
+// every lane, using only the scratch registers it is given; kernels (jit/elementwise.h)
 // paste them into their loops.
 //
 // Contract of every function here:
@@ -22,7 +22,7 @@
 
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/vecgen.h"
+#include "jit/vecgen.h"
 
 namespace nnasm::vmath {
 

@@ -1,4 +1,4 @@
-// Code for the GEMM plans of engine/jit/gemm_plan.h: the loop nest, B packing, the register-tiled
+// Code for the GEMM plans of jit/gemm_plan.h: the loop nest, B packing, the register-tiled
 // micro-kernels (called as local subroutines, one per distinct tile/K-block shape) and the dot
 // kernel. Every size is a constant of the generated code; tails are exact (opmasks on AVX-512,
 // a mask table and vmaskmovps on AVX2), so nothing is read or written outside the operands.
@@ -9,10 +9,10 @@
 
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/act_snippet.h"
-#include "engine/jit/frame.h"
-#include "engine/jit/gemm_plan.h"
-#include "engine/jit/vecgen.h"
+#include "jit/act_snippet.h"
+#include "jit/frame.h"
+#include "jit/gemm_plan.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 namespace gemm {

@@ -30,7 +30,7 @@ const CpuInfo& cpu_info();
 struct JitConfig {
   bool enabled = true;
   Isa cap = Isa::AVX512;
-  // Generate each section's dispatch stream (engine/jit/stream.h) rather than loop over the
+  // Generate each section's dispatch stream (jit/stream.h) rather than loop over the
   // steps; needs `enabled`. Off only to measure what the stream saves.
   bool stream = true;
   Isa isa() const;  // the level in use

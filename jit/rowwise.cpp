@@ -1,6 +1,6 @@
 // The row-wise/reduction generator: a small set of sweeps (over a contiguous row, or down a
 // strided column block) shared by softmax, the reductions, softmax cross-entropy and the norm clip.
-#include "engine/jit/rowwise.h"
+#include "jit/rowwise.h"
 
 #include <cstring>
 #include <functional>
@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/frame.h"
-#include "engine/jit/vecgen.h"
-#include "engine/jit/vmath.h"
-#include "engine/tensor.h"
+#include "isa/tensor.h"
+#include "jit/frame.h"
+#include "jit/vecgen.h"
+#include "jit/vmath.h"
 
 namespace nnasm {
 

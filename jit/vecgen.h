@@ -2,7 +2,7 @@
 // and AVX-512 (16 floats in zmm): the vector width and register names, a constant pool placed
 // after the kernel's code, exact tails (an opmask on AVX-512, a mask from a table and vmaskmovps
 // on AVX2), and compare/blend helpers whose mask lives in an opmask or a vector register.
-// Snippets (engine/jit/vmath.h, the elementwise ops) are written against this class.
+// Snippets (jit/vmath.h, the elementwise ops) are written against this class.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,7 +10,7 @@
 
 #include <xbyak/xbyak.h>
 
-#include "engine/jit/cpu.h"
+#include "jit/cpu.h"
 
 namespace nnasm {
 

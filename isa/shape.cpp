@@ -1,5 +1,5 @@
 // Shape arithmetic shared by shape inference, kernels and the listing printer.
-#include "engine/shape.h"
+#include "isa/shape.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // The activations as register snippets, shared by the elementwise kernels of the activation ops
 // (ops/elementwise/unary.cpp) and the fused activation epilogue of the GEMM kernels
-// (engine/jit/gemm_kernel.cpp), so that RELU and LINEAR act=relu run the same code.
+// (jit/gemm_kernel.cpp), so that RELU and LINEAR act=relu run the same code.
 // The scalar references are ops/elementwise/activation.h.
 #pragma once
 #include <cfloat>
@@ -9,9 +9,9 @@
 
 #include <xbyak/xbyak.h>
 
-#include "engine/activation.h"
-#include "engine/jit/vecgen.h"
-#include "engine/jit/vmath.h"
+#include "isa/activation.h"
+#include "jit/vecgen.h"
+#include "jit/vmath.h"
 
 namespace nnasm {
 

@@ -1,7 +1,7 @@
 // The dispatch stream's code: a frame that keeps rsp 16-byte aligned, then per call
 // `mov rdi, arg; call fn` (15 bytes), or `mov rdi, arg; mov rax, fn; call rax` (22 bytes) where
 // the target lies farther away than a rel32 call reaches (the C++ functions may).
-#include "engine/jit/stream.h"
+#include "jit/stream.h"
 
 #include <xbyak/xbyak.h>
 

@@ -1,5 +1,5 @@
 // The activations LINEAR can fuse (its `act` immediate), named as in the listing. The scalar
-// functions are ops/elementwise/activation.h, the JIT snippets engine/jit/act_snippet.h.
+// functions are ops/elementwise/activation.h, the JIT snippets jit/act_snippet.h.
 #pragma once
 
 namespace nnasm {
