@@ -41,7 +41,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CXXFLAGS ?= -O2
 CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP
 # Reference kernels are plain loops: let g++'s -O2 vectorizer add runtime alias checks and
-# epilogues (its default "very cheap" model refuses both and leaves them scalar: 2.6x slower).
+# epilogues (its default "very cheap" model refuses both and leaves them scalar).
 ifeq ($(findstring clang,$(CXX)),)
 CXXFLAGS += -fvect-cost-model=dynamic
 endif
@@ -120,7 +120,7 @@ run: deps
 
 # The suite runs once per ISA level below the machine's best (capped by NNASM_ISA), briefly, then
 # at the native level with googletest's full summary last; then README's own program is built
-# with README's compile line against build/libnnasm.a (not in sanitizer builds, which have their own).
+# with README's compile line against build/libnnasm.a (tests/readme_build.sh; not under SAN).
 test: deps
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL) $(if $(SAN),,$(LIB_A))
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
