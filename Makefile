@@ -42,7 +42,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CXXFLAGS ?= -O2
 CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP
 # Reference kernels are plain loops: let g++'s -O2 vectorizer add runtime alias checks and
-# epilogues (its default "very cheap" model refuses both and leaves them scalar: 2.6x slower).
+# epilogues (its default "very cheap" model refuses both and leaves them scalar).
 ifeq ($(findstring clang,$(CXX)),)
 CXXFLAGS += -fvect-cost-model=dynamic
 endif
@@ -120,14 +120,16 @@ run: deps
 	$(BUILD)/samples/fashion_mlp
 
 # The suite runs once per ISA level below the machine's best (capped by NNASM_ISA), briefly, then
-# at the native level with googletest's full summary last.
+# at the native level with googletest's full summary last; then README's own program is built
+# with README's compile line against build/libnnasm.a (tests/readme_build.sh; not under SAN).
 test: deps
 	tests/check_layers.sh
-	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)
+	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL) $(if $(SAN),,$(LIB_A))
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
+	$(if $(SAN),,tests/readme_build.sh)
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
 # platforms that forbid both), then the suite at the native level. The tool is the ordinary one:
@@ -166,8 +168,8 @@ bench: deps
 	  --benchmark_report_aggregates_only=true $(BENCH_ARGS)
 
 # The thread sweep (tests/bench/threads_bench.cpp: 1, 2, 4, … threads up to the machine's cores),
-# for a machine with more cores than the one README's tables come from; oneDNN's rows after, in a
-# process of their own.
+# for a machine with more cores than the one docs/benchmarks.md's tables come from; oneDNN's rows
+# after, in a process of their own.
 bench-threads: deps
 	@$(MAKE) $(JOBS) $(BENCH)
 	$(BENCH) --benchmark_filter='BM_threads_(pool|cache|mlp|gemv|sgemm/)' --benchmark_repetitions=3 \

@@ -106,8 +106,7 @@ class ThreadPool {
   // Set at construction and only read after it: a worker reads these at every job (where its
   // lines are, the thread count), so no field that changes may share their lines. Next to busy_,
   // which the caller writes twice a job, each job cost the worker one more line transfer before
-  // its task started: an empty job took 0.41–0.46 µs on the 2-core VM we measure on, 0.38–0.39
-  // without it (BM_threads_pool_empty_job/2).
+  // its task started (BM_threads_pool_empty_job/2 measures an empty job: docs/benchmarks.md).
   alignas(LINE) std::unique_ptr<GenLine[]> claimed_;
   std::unique_ptr<GenLine[]> done_;
   std::unique_ptr<RangeLine[]> ranges_;

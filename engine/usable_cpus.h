@@ -5,9 +5,9 @@
 // the affinity mask (taskset, a game engine that keeps cores for its own threads, a container's
 // cpuset) or the CPU quota (docker --cpus, Kubernetes limits) lets the process use. A pool sized
 // by it spins more threads than the process has CPUs: under `taskset -c 0` on a 2-core machine,
-// `nnasm bench samples/listing/mlp_b1_infer.nnasm` took 15.5–18.0 µs on average (p99 54–57)
-// with 2 threads against 7.8–9.2 (p99 12–20) with 1, and the training step (mlp_b64_train.nnasm
-// --train) 758–865 µs against 563–665 (two runs each). Hardware threads of one core (SMT) share
+// `nnasm bench samples/listing/mlp_b1_infer.nnasm` ran far slower with 2 threads than with 1, on
+// average and at p99, and so did the training step (mlp_b64_train.nnasm --train; the figures are
+// in docs/benchmarks.md). Hardware threads of one core (SMT) share
 // its FMA units and its L2, which the GEMMs and GEMVs saturate, so a second thread per core adds
 // a hand-off and no speed; PyTorch and ONNX Runtime default to physical cores for the same reason.
 #pragma once

@@ -25,9 +25,9 @@ struct RunState {
   // Set at prepare (training also by Executor::set_training, between runs). A worker thread reads
   // flush_denormals at the start of every part it runs; run_index, which each run writes, and
   // parts_done, which parts write, sit on lines of their own, so that the worker finds this one
-  // in its own cache instead of fetching it from the caller's core first: the 1×784·784×256 GEMV
-  // on 2 threads took 0.18 µs less a run at p50 on the 2-core VM we measure on (README, The
-  // pool: tests/bench/paired.sh).
+  // in its own cache instead of fetching it from the caller's core first (the 2-thread
+  // 1×784·784×256 GEMV measured faster with tests/bench/paired.sh: docs/benchmarks.md, The thread
+  // pool).
   static constexpr size_t LINE = FALSE_SHARING_BYTES;
   bool training = false;
   // Denormal floats flushed to zero while the run's kernels run, on every thread (the context's

@@ -33,9 +33,9 @@ constexpr int S_STATE = 80;  // KernelArgs::state (a K split's part counter)
 constexpr int FRAME_BYTES = 96;
 
 constexpr int UNROLL = 4;  // k steps per micro-kernel loop iteration
-// The GEMV's: one row of B per iteration, since four rows took 7.2 µs for 1×784·784×256 on a
-// Zen 5 and one row 4.2–5.3 (BM_gemm_gemv_784x256_nnasm; the same instructions but for the
-// pointer steps: measured, not understood).
+// The GEMV's: one row of B per iteration, since four rows measured slower for 1×784·784×256
+// (BM_gemm_gemv_784x256_nnasm; the same instructions but for the pointer steps: not understood;
+// docs/benchmarks.md, Measurements behind design choices).
 constexpr int GEMV_UNROLL = 1;
 
 // A micro-kernel: mr rows × nv vectors, the last vector `lanes` wide, over kc steps of k.
@@ -488,7 +488,7 @@ void Gen::emit_micro(const MicroKey& key, Label& entry) {
         for (int i = 0; i < mr; ++i) {
           if (avx512_) {
             // A's element as the FMA's embedded broadcast: one fused load+FMA per vector,
-            // fewer uops to rename than a separate broadcast (measured 0.3–2.6% faster).
+            // fewer uops to rename than a separate broadcast (measured slightly faster).
             for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(i, v), vec(b0 + v), g_.ptr_b[r10 + i * a_rs + ao]);
             continue;
           }

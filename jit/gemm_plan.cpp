@@ -27,8 +27,8 @@ constexpr int64_t PAGE_BYTES = 4096;
 // join at 2, 4 and 8 threads, where its former 2 segments allowed 2 only, and the layer ran on
 // one thread after the first layer's job. 16 would allow 16 threads too, but at 2 threads the
 // part that finishes last then adds 8 slots that the other core wrote: the 2-thread batch-1 MLP
-// ran 0–5% slower than with 2 segments, and with 4 or 8 level (scratch A/B, alternating blocks
-// in one process; the 1-thread run level too).
+// ran slower than with 2 segments, and with 4 or 8 level (scratch A/B, alternating blocks in one
+// process; the 1-thread run level too).
 constexpr int64_t KSEG_BYTES = int64_t(64) << 10;
 constexpr int64_t KSEG_JOIN = 8;
 constexpr int64_t KSEG_MIN_ROWS = 16;
@@ -230,10 +230,9 @@ size_t jit_gemm_scratch_bytes(const GemmJitDesc& d) {
 namespace {
 constexpr int64_t GEMV_PART_FLOPS = int64_t(1) << 18;
 constexpr int64_t TILED_PART_FLOPS = int64_t(1) << 20;
-// A K split pays from 256 KiB of B (about 1.8 µs of streaming on one core): a parallel step's
-// hand-off cost about 0.8 µs on the 2-core machine we measured on when this was set
-// (BM_threads_pool_empty_job; 0.4 µs since the pool's protocol changed, 0.6–1.1 µs at 4–16
-// threads on a 16-core host), and the MLP's 128 KiB second layer ran slower split than whole.
+// A K split pays from 256 KiB of B, whose streaming on one core takes several times a parallel
+// step's hand-off (BM_threads_pool_empty_job, docs/benchmarks.md); the MLP's 128 KiB second layer
+// ran slower split than whole.
 constexpr int64_t KSPLIT_PART_BYTES = int64_t(256) << 10;
 
 // Columns per unit of the split: the tiled micro-kernel's width, or one vector for a GEMV.
@@ -244,12 +243,12 @@ int64_t part_unit(const gemm::Plan& p) { return p.mode == gemm::Mode::TILED ? p.
 // them. It splits along K instead
 // - one vector wide;
 // - too small for a column split (under GEMV_PART_FLOPS) but with B of KSPLIT_PART_BYTES or
-//   more: a 1×784·784×128 product then takes 2.8 µs on 2 threads, 3.1 on one;
+//   more: a 1×784·784×128 product then runs faster on 2 threads than on one;
 // - with B over 3/4 of a core's L2 and at most two L2s: each core's rows of B then stay in
 //   its L2, where a column slice (half of every row) leaves the prefetchers pulling the other
-//   half too, so that each L2 holds all of B. 1×1536·1536×512 (3 MiB of B, 2 MiB L2s) took
-//   67 µs split in columns and 23 along K on the Xeon we measure on; 1×784·784×512 13 and 9.4.
-//   Past two L2s B streams from L3 either way, and columns measured as fast or faster.
+//   half too, so that each L2 holds all of B. 1×1536·1536×512 (3 MiB of B, 2 MiB L2s) and
+//   1×784·784×512 measured faster split along K than in columns (docs/benchmarks.md). Past two
+//   L2s B streams from L3 either way, and columns measured as fast or faster.
 bool split_k(const gemm::Plan& p, const GemmJitDesc& d) {
   if (p.mode != gemm::Mode::GEMV || p.kseg <= 1) return false;
   const int64_t b_bytes = d.k * d.n * 4, l2 = cpu_info().l2_bytes;
@@ -263,11 +262,11 @@ bool split_rows(const gemm::Plan& p) {
 }
 // A column split of a tiled product with at least SLICE_FLOPS a slice runs as up to
 // SLICES_PER_THREAD slices a thread, which the pool balances (ThreadPool::run): a core that is
-// slower or starts late leaves its last slices to the others. 2 MFLOP is about 12 µs on a core,
-// against the 0.3 µs a slice that changes threads costs. On 2 threads the batch-64 784→256 layer
-// alone (8 slices of 32 columns) measured 115–126 µs against 122–144 in halves in three of four
-// runs and level in the fourth; the MLP's forward pass at batch 64 level in six runs of seven (±2%)
-// and 10% faster in one (scratch A/B, alternating blocks in one process). The 256→128 layer has
+// slower or starts late leaves its last slices to the others. 2 MFLOP a slice is many times what
+// a slice that changes threads costs. On 2 threads the batch-64 784→256 layer alone (8 slices of
+// 32 columns) measured faster than in halves in three of four runs and level in the fourth, and
+// the MLP's forward pass at batch 64 level or faster (scratch A/B, alternating blocks in one
+// process; docs/benchmarks.md). The 256→128 layer has
 // work for two slices only and is unchanged. Not where a part keeps its slice of a trained weight
 // in its core's cache between steps (two_k_blocks), nor row splits (the grid's parts already read
 // the least).
@@ -281,12 +280,12 @@ struct Grid {
 };
 // The grid of `n_parts` parts for a row split; {0, 0} where none fits. Each part of a row split
 // packs all of B for its rows, so n parts pack B n times: 16 parts of a 1024² product ran at
-// 60 GFLOP/s a core on a 16-core Xeon VM, 2 parts at 148. A grid packs each column slice once
-// per block of rows and reads each row of A once per slice: of the grids that fit (16 rows a
-// block, a micro-kernel width a slice), the one that reads the fewest bytes of A and B,
-// rows × |B| + cols × |A| (1024² on 16 threads: 4 × 4, 10–12% faster than 16 × 1 there; on 8,
-// 4 × 2, level). Below GRID_MIN_PARTS, or with B read in place (not packed), it is the row
-// split: the weight gradient then keeps the rows the optimizer step's parts update.
+// well under half the speed a core of 2 parts reached (docs/benchmarks.md, More cores). A grid
+// packs each column slice once per block of rows and reads each row of A once per slice: of the
+// grids that fit (16 rows a block, a micro-kernel width a slice), the one that reads the fewest
+// bytes of A and B, rows × |B| + cols × |A| (1024² on 16 threads: 4 × 4, faster than 16 × 1
+// there; on 8, 4 × 2, level). Below GRID_MIN_PARTS, or with B read in place (not packed), it is
+// the row split: the weight gradient then keeps the rows the optimizer step's parts update.
 // `units`: the product's column slices of one micro-kernel width each.
 Grid part_grid(const gemm::Plan& p, int n_parts, int64_t units) {
   const int64_t row_blocks = p.m / ROWS_PER_PART;

@@ -1,8 +1,8 @@
 // The generated dispatch stream: one function that calls a section's kernels in order, each call
 // with its own argument baked in as an immediate. The interpreter loop pays a load of the step,
 // a branch on its part count and an indirect call from ONE site, whose target changes at every
-// instruction (7–8 ns when the predictor misses). Here every call site has one target, so each
-// call is predicted and the loop disappears.
+// instruction, so the predictor often misses. Here every call site has one target, so each call
+// is predicted and the loop disappears.
 #pragma once
 #include <memory>
 #include <string>

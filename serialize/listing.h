@@ -1,8 +1,8 @@
 // The text listing: a Program written as assembler-like source (declarations, then `forward:`,
 // `backward:` and `update:` sections of instructions) and read back. The printer writes one normalized form, and the parser
 // reads it (and looser hand-written text) so that print(parse(print(P))) == print(P). Both are
-// driven by the opcode table, so a new opcode needs no code here. The format is described in the
-// README; in short:
+// driven by the opcode table, so a new opcode needs no code here. The format is described in
+// docs/listing.md; in short:
 //
 //   input  %x : f32[1,784]
 //   param  @w : f32[784,10]  init=he_normal

@@ -2,7 +2,7 @@
 // sections, tensor declarations, mode), the values of its params and state (optimizer moments,
 // step counters, running statistics) and where training stood (the context's seed and the
 // forward-run index), so that training resumes exactly where it stopped. The layout is in
-// serialize/FORMAT.md; the framing in model_frame.h.
+// docs/model-format.md; the framing in model_frame.h.
 //
 // The program is stored as its normalized listing, so a model file and a listing convert both ways
 // (`nnasm dump`, `nnasm build`), and instructions are named by mnemonic, never by a number that a

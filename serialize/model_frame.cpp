@@ -1,5 +1,5 @@
 // Model file framing: writing and checking the header, the section table and the checksums (see
-// model_frame.h and serialize/FORMAT.md for the layout).
+// model_frame.h and docs/model-format.md for the layout).
 #include "serialize/model_frame.h"
 
 #include <algorithm>

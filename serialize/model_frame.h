@@ -1,4 +1,4 @@
-// The framing of a model file (.nnm), described in serialize/FORMAT.md: a 64-byte header (magic,
+// The framing of a model file (.nnm), described in docs/model-format.md: a 64-byte header (magic,
 // format version, the minimum reader version, the file size, the opcode table hash, a header
 // checksum), a table of sections (tag, flags, offset, size, checksum), the sections themselves
 // at 64-byte boundaries, and a checksum of the whole file in its last 8 bytes. All checksums are

@@ -1,5 +1,5 @@
 // The memory planner (engine/memory_plan.h): offsets worked out by hand for small programs, the
-// MLP figures the README quotes (with the sample listings they come from), in-place rewriting,
+// MLP figures docs/memory.md quotes (with the sample listings they come from), in-place rewriting,
 // fan-out, the verifier turning down bad plans, and the executor's arena (what tensor() shows,
 // opt level 0, results equal to unplanned runs). Every program any test prepares is verified
 // too: Executor::prepare runs verify_plan on each plan it makes.
@@ -268,7 +268,7 @@ TEST(MemoryPlan, OutputsGradientsAndPersistentTensorsKeepTheirStorage) {
     EXPECT_FALSE(plan.find(p.find(name))) << name;
 }
 
-// ---- the MLP figures (README, "Memory planning") ----
+// ---- the MLP figures (docs/memory.md) ----
 
 std::string read(const std::string& path) {
   std::ifstream f(path);
@@ -288,7 +288,7 @@ struct Mlp {
     mlp(g, batch, train);
     ex = prepared(p);
   }
-  // The sample listing the README's command reads is this program.
+  // The sample listing docs/memory.md's command reads is this program.
   void expect_sample(const std::string& path) const {
     Context c;
     Program sample(c);

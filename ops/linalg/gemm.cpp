@@ -30,7 +30,7 @@ using Packet = ei::packet_traits<float>::type;
 constexpr int64_t W = ei::packet_traits<float>::size;
 
 // The tile loops run a constant number of times; g++ -O2 keeps them rolled unless told, and the
-// accumulator arrays then live in memory instead of registers (3× slower).
+// accumulator arrays then live in memory instead of registers, which is far slower.
 #define UNROLL _Pragma("GCC unroll 16")
 
 constexpr int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -83,7 +83,7 @@ void transpose(const float* src, int64_t lds, int64_t xs, int64_t ys, float* dst
 // Register tiles: SEQ_MR rows × SEQ_NV packets with B packed; with B read in place, tiles of
 // r ≤ SEQ_MR rows take kSmallNv[r - 1] packets. Sized for SSE's 16 registers: r·nv accumulators,
 // nv of B (one when r = 1), one of A and a product; 4×3 runs as fast with g++ but clang then spills
-// accumulators (1.5× slower).
+// accumulators.
 constexpr int SEQ_MR = 3, SEQ_NV = 3, SEQ_NV_MAX = 8;
 constexpr int kSmallNv[SEQ_MR] = {8, 4, 3};
 // Cache blocks: SEQ_KC rows of B × SEQ_NC columns packed (about 240 KiB, the L2 of a small core).

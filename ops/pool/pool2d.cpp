@@ -24,8 +24,8 @@
 //            or 2: 8 outputs per vector, the taps unrolled, stride-2 columns deinterleaved by
 //            shuffles, folded in the reference's order with its NaN rule, so bitwise equal to
 //            it: `f32_maxpool2d__avx2_2x2s2`; the planes split into parallel parts. Padded
-//            windows and other strides run the reference (the reference's short per-tap rows
-//            cost ~1 ns per input there).
+//            windows and other strides run the reference (slower there: its per-tap rows are
+//            short).
 // Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch; AVGPOOL2D by IEEE
 //            arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
 //            allocate.

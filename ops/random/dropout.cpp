@@ -19,10 +19,9 @@
 //            AVX2 builds each 64-bit product from three vpmuludq and still wins), the exact size
 //            with a masked tail, split into parts like the elementwise ops (each part draws from
 //            its own first element). Inference or rate 0: a copy, none when y is x's memory.
-//            Training, rate 0.5, one thread, CPU time, medians of 5 on a shared, noisy Zen 5
-//            (tests/bench/dropout_bench.cpp): 2²⁰ floats ref 7.21 ms, AVX2 659 µs, AVX-512
-//            200 µs; 64×256 ref 110 µs, AVX2 10.5 µs, AVX-512 2.10 µs. The reference: one 64-bit
-//            hash per element and a branch on it (at rate 0.5 mispredicted half the time).
+//            Timed by tests/bench/dropout_bench.cpp (docs/benchmarks.md). The reference: one
+//            64-bit hash per element and a branch on it (at rate 0.5 mispredicted half the
+//            time).
 // Notes      Counter-based: element i's draw does not depend on the others', so the mask is
 //            the same for any thread count or split. OPF_RANDOM and OPF_MODE: the passes never
 //            merge two dropouts or fold one into a constant. NaN and ±inf in x stay where kept

@@ -76,9 +76,9 @@ inline void finish(benchmark::State& st, const Operands& o, bool layer) {
 }
 
 // Head to head: nnasm's call and a library's, timed in alternating blocks of `calls` calls inside
-// each benchmark iteration; the best time per call of each. This VM's clock moves by 10–15% over
+// each benchmark iteration; the best time per call of each. A shared VM's clock moves over
 // seconds, so rows measured one after the other (the median rows above) can differ by more than
-// the difference between the two codes; alternating blocks see the same clock. Counters: each
+// the difference between the two codes (docs/benchmarks.md); alternating blocks see the same clock. Counters: each
 // side's GFLOP/s at its best block, and nnasm's time over the library's (below 1: nnasm faster).
 // With `settle_ms`, each block starts with an untimed call and is followed by a pause that long:
 // for threaded runs, so that neither side's threads are still spinning (OpenMP's spin for

@@ -130,7 +130,7 @@ BENCHMARK(BM_gemm_b64_784x256_onednn)->Unit(benchmark::kMicrosecond);
 // weights and dst (format_tag::any, blocked nChw8c-like on AVX2), the caller's NCHW input and OIHW
 // weights are reordered once before the timing loop (as a model that keeps its activations in
 // oneDNN's layout would), and the loop times the primitive alone. With src and dst forced to NCHW
-// oneDNN 2.6 falls back to its GEMM-based convolution, 1.5-2x slower on these shapes.
+// oneDNN 2.6 falls back to its GEMM-based convolution, slower on these shapes.
 void run_conv(benchmark::State& st, const ConvShape& s) {
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
   omp_set_num_threads(1);

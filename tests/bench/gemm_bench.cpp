@@ -1,5 +1,5 @@
 // The generated GEMM and GEMV (jit/gemm.h) next to Eigen, measured in the same run: square
-// SGEMM (the FLOPS counter is in FLOP/s; this machine's peak is about 117 GFLOP/s per core), the
+// SGEMM (the FLOPS counter is in FLOP/s, to compare with the CPU's peak per core), the
 // batch-1 layer 1×784·784×256, and the MLP 784-256-128-10 forward at batch 1 and 64 through the
 // executor. nnasm runs at the best ISA the CPU has; Eigen is built like the rest of the tree
 // (no -march flags: SSE2 packets). Each nnasm benchmark's label names the kernel that ran.
@@ -68,7 +68,7 @@ void BM_gemm_gemv_784x256_eigen(benchmark::State& st) {
 }
 BENCHMARK(BM_gemm_gemv_784x256_eigen)->Unit(benchmark::kMicrosecond);
 
-// The README's MLP forward (784-256-128-10, ReLU, softmax) through the executor.
+// The sample MLP's forward (784-256-128-10, ReLU, softmax) through the executor.
 void BM_gemm_mlp_784_256_128_10_nnasm(benchmark::State& st) {
   const int64_t batch = st.range(0);
   auto b = build([&](Graph& g) {

@@ -1,4 +1,4 @@
-// What the optimizer buys: the README's MLP (784-256-128-10, ReLU, softmax) at batch 1 and its
+// What the optimizer buys: the sample MLP (784-256-128-10, ReLU, softmax) at batch 1 and its
 // SGD training step at batch 64, prepared at -O0 (as recorded) and -O1 (the default), in the
 // same run. Counters: instructions that run, bytes of the temporaries (the sum of their sizes,
 // before memory planning), and the arena they are planned into (0 at -O0, which plans nothing:

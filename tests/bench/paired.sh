@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Compares two builds of nnasm on a host whose speed drifts (a shared VM): runs `A bench ARGS`
 # and `B bench ARGS` as PAIRS pairs of processes, A first in odd pairs and B first in even ones
-# (on the 2-core VM we measure on, the second process of a pair ran up to 9% faster on some
-# rows, whichever build it was), and prints, for the p50 and the min of each process, the
-# median over the pairs of B − A and in how many pairs B was faster. A difference is worth
-# believing when its sign holds in most pairs.
+# (on a shared VM the second process of a pair can run faster, whichever build it is), and
+# prints, for the p50 and the min of each process, the median over the pairs of B − A and in how
+# many pairs B was faster. A difference is worth believing when its sign holds in most pairs.
 #
 # Usage: tests/bench/paired.sh A B PAIRS [nnasm bench arguments...]
 # Example (the build before a change against this one, the 2-thread GEMV):

@@ -93,5 +93,5 @@ END {
   if (nolib) print "No library to compare SGEMM with: make bench-deps installs them."
   print "* Each instruction reads the one before it, so a chain also pays a float's trip through"
   print "  memory (a store forwarded to the next kernel's load, about 10 cycles): dispatch plus"
-  print "  latency, shown for comparison; the target is dispatch's (README, Benchmarks)."
+  print "  latency, shown for comparison; the target is dispatch's (docs/benchmarks.md)."
 }

@@ -1,7 +1,7 @@
-// Parallel steps on the engine's own thread pool: the README's MLP (784-256-128-10) forward at
+// Parallel steps on the engine's own thread pool: the sample MLP (784-256-128-10) forward at
 // batch 1 and 64 and its training step at batch 64, the GEMV 1×784·784×256 and square SGEMM
 // (256, 512, 1024), each with 1, 2, 4, … threads up to the machine's cores (the benchmark
-// argument; 1 and 2 on the 2-core machine README's table comes from), measured in the same run.
+// argument; 1 and 2 on the 2-core machine docs/benchmarks.md comes from), measured in the same run.
 // oneDNN's SGEMM at the same counts is BM_threads_sgemm_onednn (baselines_onednn.cpp). And
 // what every parallel step pays on this machine: a job of one empty task per thread on the pool
 // (from 2 threads), a cache line's round trip between two threads, and how equal and

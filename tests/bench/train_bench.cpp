@@ -1,4 +1,4 @@
-// One training step of the README's MLP (784-256-128-10, ReLU, softmax cross-entropy, batch 64,
+// One training step of the sample MLP (784-256-128-10, ReLU, softmax cross-entropy, batch 64,
 // SGD with momentum) through nnasm's forward/backward/update sections, next to the same step
 // written by hand with Eigen, measured in the same run.
 #include <benchmark/benchmark.h>
