@@ -47,7 +47,8 @@ class TensorMap {
   // nullptr if there is no such tensor.
   virtual TensorDesc* find_desc(TensorId id) = 0;
   virtual const TensorDesc* find_desc(TensorId id) const = 0;
-  // Whether this map is a runtime's, which stores values beside the descriptors (the Context).
+  // Whether this map is the runtime's Context, which stores values beside the descriptors.
+  // Context::of relies on it: no other map may return true.
   virtual bool stores_values() const { return false; }
 
  protected:
