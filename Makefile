@@ -123,6 +123,7 @@ run: deps
 # at the native level with googletest's full summary last.
 test: deps
 	tests/check_layers.sh
+	tests/check_imm_reads.sh
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL)
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
