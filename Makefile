@@ -124,6 +124,7 @@ run: deps
 # with README's compile line against build/libnnasm.a (tests/readme_build.sh; not under SAN).
 test: deps
 	tests/check_layers.sh
+	tests/check_imm_reads.sh
 	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL) $(if $(SAN),,$(LIB_A))
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1

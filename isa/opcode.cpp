@@ -45,12 +45,9 @@ std::vector<ImmSpec> parse_schema(std::string_view schema) {
   while (pos < schema.size()) {
     // Items are separated by commas outside brackets (a list default, `stride:ints=[1,1]`,
     // has its own); enum(...) choices are separated by '|'.
-    size_t comma = pos;
-    for (int depth = 0; comma < schema.size() && (schema[comma] != ',' || depth > 0); ++comma)
-      depth += schema[comma] == '[' ? 1 : schema[comma] == ']' ? -1 : 0;
-    if (comma == schema.size()) comma = std::string_view::npos;
-    std::string_view item = schema.substr(pos, comma == std::string_view::npos ? schema.npos : comma - pos);
-    pos = comma == std::string_view::npos ? schema.size() : comma + 1;
+    const size_t end = schema_item_end(schema, pos);
+    std::string_view item = schema.substr(pos, end - pos);
+    pos = end + 1;
     ImmSpec s;
     size_t colon = item.find(':');
     s.key = std::string(item.substr(0, colon));

@@ -1,7 +1,9 @@
 // The opcode enum and the static per-opcode facts (mnemonic, operand counts, immediate schema),
 // all expanded from isa/opcodes.def.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +74,90 @@ struct OpInfo {
   uint32_t flags;
   std::vector<ImmSpec> imms;  // parsed from the schema string
 };
+
+// The immediate schema of `op` as isa/opcodes.def writes it (schema macros expanded); "" for an
+// opcode not in the table. Usable at compile time.
+constexpr std::string_view op_schema(Opcode op) {
+  switch (op) {
+#define OPCODE(id, NAME, MN, NIN, NOUT, SCHEMA, CAT, FLAGS) \
+  case Opcode::NAME: return SCHEMA;
+#include "isa/opcodes.def"
+#undef OPCODE
+    default: return {};
+  }
+}
+
+// Where the schema item starting at `pos` ends: at the next comma outside brackets (a list
+// default, `stride:ints=[1,1]`, has its own commas), or at the end.
+constexpr size_t schema_item_end(std::string_view schema, size_t pos) {
+  for (int depth = 0; pos < schema.size() && (schema[pos] != ',' || depth > 0); ++pos)
+    depth += schema[pos] == '[' ? 1 : schema[pos] == ']' ? -1 : 0;
+  return pos;
+}
+
+// Index of `key` in the immediate schema of `op`, or -1. Usable at compile time: code outside isa/
+// names an immediate with NNASM_IMM, never by a written-out position, so a schema that changes
+// order or loses a key is a build error instead of a wrong read at run time.
+constexpr int imm_index(Opcode op, std::string_view key) {
+  const std::string_view s = op_schema(op);
+  int k = 0;
+  for (size_t pos = 0; pos < s.size(); ++k) {
+    const size_t end = schema_item_end(s, pos);
+    const std::string_view item = s.substr(pos, end - pos);
+    if (item.substr(0, item.find(':')) == key) return k;
+    pos = end + 1;
+  }
+  return -1;
+}
+
+// Index of `key` where it is the same for every op of `ops` (code that serves several opcodes
+// with one layout, such as the REDUCE_* family), else -1.
+constexpr int imm_index_shared(std::initializer_list<Opcode> ops, std::string_view key) {
+  int k = -1;
+  for (const Opcode op : ops) {
+    const int i = imm_index(op, key);
+    if (i < 0 || (k >= 0 && i != k)) return -1;
+    k = i;
+  }
+  return k;
+}
+
+// The index of `choice` among the choices of enum immediate `key` of `op` (the value an ENUM
+// immediate holds), or -1.
+constexpr int imm_choice(Opcode op, std::string_view key, std::string_view choice) {
+  const int k = imm_index(op, key);
+  if (k < 0) return -1;
+  std::string_view s = op_schema(op);
+  for (int i = 0; i < k; ++i) s = s.substr(schema_item_end(s, 0) + 1);
+  s = s.substr(0, schema_item_end(s, 0));
+  const size_t open = s.find(":enum(");
+  if (open == std::string_view::npos) return -1;
+  s = s.substr(open + 6, s.find(')') - open - 6);
+  for (int i = 0;; ++i) {
+    const size_t bar = s.find('|');
+    if (s.substr(0, bar) == choice) return i;
+    if (bar == std::string_view::npos) return -1;
+    s = s.substr(bar + 1);
+  }
+}
+
+template <int K>
+constexpr int imm_checked() {
+  static_assert(K >= 0, "no immediate (or enum choice) of that name in the op's schema (isa/opcodes.def), or not "
+                        "at one position in all the ops named");
+  return K;
+}
+
+// The schema position of immediate `key` of opcode OP, as a compile-time constant; an unknown key
+// does not compile. ins.f(NNASM_IMM(LEAKYRELU, slope)).
+#define NNASM_IMM(OP, key) (::nnasm::imm_checked<::nnasm::imm_index(::nnasm::Opcode::OP, #key)>())
+// The value of enum immediate `key` of OP that means `choice`, as a compile-time constant:
+// ins.i(NNASM_IMM(GELU, approx)) == NNASM_CHOICE(GELU, approx, tanh).
+#define NNASM_CHOICE(OP, key, choice) \
+  (::nnasm::imm_checked<::nnasm::imm_choice(::nnasm::Opcode::OP, #key, #choice)>())
+// The same for code that serves several opcodes: the key must sit at one position in all of them.
+// NNASM_IMM_SHARED(axis, Opcode::REDUCE_SUM, Opcode::REDUCE_MAX).
+#define NNASM_IMM_SHARED(key, ...) (::nnasm::imm_checked<::nnasm::imm_index_shared({__VA_ARGS__}, #key)>())
 
 // All opcodes in table order.
 const std::vector<OpInfo>& all_ops();

@@ -23,6 +23,7 @@ struct ActSnippet {
   std::function<void(VecGen& v, const Xbyak::Xmm& y, const Xbyak::Xmm& x, const std::vector<Xbyak::Xmm>& t)> body;
 };
 
+static_assert(ACTIVATION_COUNT == 10, "a new activation needs its snippet here");
 inline ActSnippet act_snippet(Activation act, float a) {
   using Xbyak::Xmm;
   using Regs = std::vector<Xmm>;

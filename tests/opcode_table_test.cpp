@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "isa/activation.h"
+#include "isa/instruction.h"
 #include "isa/opcode.h"
 #include "ops/op.h"
 
@@ -84,6 +86,67 @@ TEST(OpcodeTable, ImmediatesPrintAsTheListingWritesThem) {
   EXPECT_FALSE(imm_str("x") == imm_str("y"));
   EXPECT_EQ(float_to_string(1e-8), "1e-08");
   EXPECT_EQ(float_to_string(-INFINITY), "-inf");
+}
+
+}  // namespace
+}  // namespace nnasm
+
+namespace nnasm {
+namespace {
+
+// The compile-time walk of the schema text (NNASM_IMM) agrees with the runtime parse of it
+// (op_info) for every key and enum choice of every op.
+TEST(OpcodeTable, ImmIndexMatchesSchemaOrder) {
+  for (const OpInfo& info : all_ops()) {
+    for (size_t k = 0; k < info.imms.size(); ++k) {
+      const ImmSpec& s = info.imms[k];
+      EXPECT_EQ(imm_index(info.op, s.key), static_cast<int>(k)) << info.mnemonic << " " << s.key;
+      for (size_t c = 0; c < s.choices.size(); ++c)
+        EXPECT_EQ(imm_choice(info.op, s.key, s.choices[c]), static_cast<int>(c)) << info.mnemonic << " " << s.choices[c];
+      EXPECT_EQ(imm_choice(info.op, s.key, "no_such_choice"), -1);
+    }
+    EXPECT_EQ(imm_index(info.op, "no_such_key"), -1) << info.mnemonic;
+  }
+  static_assert(NNASM_IMM(MATMUL, transB) == 1 && NNASM_IMM(CONV2D, act_alpha) == 5);
+  static_assert(NNASM_IMM_SHARED(axis, Opcode::REDUCE_SUM, Opcode::ARGMAX) == 0);
+  static_assert(imm_index_shared({Opcode::MATMUL, Opcode::LINEAR}, "act") == -1);  // 2 and 0
+  static_assert(NNASM_CHOICE(GELU, approx, tanh) == 1);
+}
+
+// Every op with a fused activation epilogue is one fused_act_imms knows.
+TEST(OpcodeTable, FusedActivationImmediates) {
+  for (const OpInfo& info : all_ops()) {
+    EXPECT_EQ(fused_act_imms(info.op).act, imm_index(info, "act")) << info.mnemonic;
+    EXPECT_EQ(fused_act_imms(info.op).alpha, imm_index(info, "act_alpha")) << info.mnemonic;
+  }
+}
+
+// isa/activations.def, the `act` and `fn` choices and the activation ops agree.
+TEST(OpcodeTable, ActivationTableMatchesTheSchemas) {
+  for (Opcode op : {Opcode::MATMUL, Opcode::LINEAR, Opcode::CONV2D}) {
+    const ImmSpec& act = op_info(op).imms[fused_act_imms(op).act];
+    ASSERT_EQ(act.choices.size(), static_cast<size_t>(ACTIVATION_COUNT));
+    for (int a = 0; a < ACTIVATION_COUNT; ++a) EXPECT_EQ(act.choices[a], ACTIVATIONS[a].name);
+  }
+  const ImmSpec& fn = op_info(Opcode::ACT_BWD).imms[NNASM_IMM(ACT_BWD, fn)];
+  ASSERT_EQ(fn.choices.size(), static_cast<size_t>(ACTIVATION_COUNT));  // without none, with abs
+  EXPECT_EQ(fn.choices.back(), "abs");
+  std::set<Opcode> ops;
+  for (int a = 1; a < ACTIVATION_COUNT; ++a) {
+    const ActivationInfo& r = ACTIVATIONS[a];
+    EXPECT_EQ(fn.choices[act_bwd_fn(r.act)], r.name);
+    EXPECT_TRUE(op_info(r.op).flags & OPF_ACTIVATION) << r.name;
+    if (r.alpha_imm >= 0) {
+      EXPECT_EQ(op_info(r.op).imms[r.alpha_imm].type, ImmType::F32) << r.name;
+    }
+    // The op computes this row under the row's select choice.
+    Instruction ins = make_instruction(r.op, {}, {});
+    if (r.select_imm >= 0) ins.imm[r.select_imm].i = r.select_choice;
+    EXPECT_EQ(activation_of(ins), r.act) << r.name;
+    ops.insert(r.op);
+  }
+  for (const OpInfo& info : all_ops())
+    EXPECT_EQ(ops.count(info.op) == 1, (info.flags & OPF_ACTIVATION) != 0) << info.mnemonic;
 }
 
 }  // namespace

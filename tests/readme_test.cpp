@@ -1,18 +1,20 @@
 // Keeps the README and docs/ honest. The op reference is the opcode table, expanded: the test
-// rebuilds the table from isa/opcodes.def (including each row's semantics comment, and schemas
-// written with the file's macros expanded) and checks docs/ops.md carries it verbatim; on failure
-// it prints the table to paste. README.md stays short (at most README_MAX_BYTES), its map of docs/
-// names files that exist and every file there, and relative links in README.md and docs/ resolve.
-// tests/readme_build.sh (run by `make test`) compiles README's program with README's command line.
+// rebuilds the table from isa/opcodes.def (each row's semantics comment from the file, its schema
+// as compiled, with the activation table expanded) and checks docs/ops.md carries it verbatim; on
+// failure it prints the table to paste. README.md stays short (at most README_MAX_BYTES), its map
+// of docs/ names files that exist and every file there, and relative links in README.md and docs/
+// resolve. tests/readme_build.sh (run by `make test`) compiles README's program with README's
+// command line.
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "isa/opcode.h"
 
 namespace {
 
@@ -23,33 +25,18 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
-// A row's schema as the compiler sees it: string literals and the #define'd schema macros of
-// the file (NNASM_ACT_IMMS, ...) concatenated.
-std::string expand_schema(const std::string& expr, const std::map<std::string, std::string>& macros) {
-  std::string out;
-  const std::regex token(R"re("([^"]*)"|(\w+))re");
-  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), token); it != std::sregex_iterator(); ++it) {
-    const std::smatch& t = *it;
-    if (t[1].matched) out += t[1].str();
-    else if (macros.count(t[2].str())) out += macros.at(t[2].str());
-  }
-  return out;
-}
-
 std::string ops_table_from_def(const std::string& def) {
   std::string t = "| id | mnemonic | inputs | immediates | computes |\n|---|---|---|---|---|\n";
-  const std::regex define(R"re(^#define\s+(\w+)\s+"([^"]*)"\s*$)re");
   const std::regex row(
       R"re(^OPCODE\(\s*(\d+),\s*\w+,\s*"(\w+)",\s*(-?\d+),\s*(-?\d+),\s*(.*),\s*[A-Z_]+,\s*[^,]*\)\s*//\s*(.*)$)re");
-  std::map<std::string, std::string> macros;
   std::istringstream in(def);
   std::string line;
   while (std::getline(in, line)) {
     std::smatch m;
-    if (std::regex_match(line, m, define)) macros[m[1].str()] = m[2].str();
     if (!std::regex_match(line, m, row)) continue;
     const std::string n_in = m[3] == "-1" ? "1+" : m[3].str();
-    std::string imm = expand_schema(m[5].str(), macros);
+    // The schema as the compiler sees it: its macros expand the activation table.
+    std::string imm(nnasm::op_schema(nnasm::opcode_from_id(static_cast<uint32_t>(std::stoul(m[1].str())))));
     // Immediates are separated by spaces; a list default keeps its commas ([0,0]).
     int depth = 0;
     for (size_t p = 0; p < imm.size(); ++p) {

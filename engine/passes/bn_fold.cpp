@@ -19,6 +19,7 @@
 
 #include "engine/passes/pass.h"
 #include "engine/passes/uses.h"
+#include "isa/activation.h"
 #include "isa/opcode.h"
 
 namespace nnasm {
@@ -42,7 +43,7 @@ Instruction at(Instruction ins, const Instruction& like) {
 
 Instruction calc(std::vector<TensorId> in, TensorId out, const std::string& expr, const Instruction& like) {
   Instruction c = make_instruction(Opcode::CALC, std::move(in), {out});
-  c.imm[0] = imm_str(expr);
+  c.imm[NNASM_IMM(CALC, expr)] = imm_str(expr);
   return at(std::move(c), like);
 }
 
@@ -64,8 +65,7 @@ Result<int> pass_bn_fold(Program& p) {
         !u.private_to(bn.in[0], i))
       continue;
     const Instruction& conv = code[k];
-    const int act = imm_index(conv.info(), "act");
-    if (conv.i(act) != 0) continue;
+    if (fused_act(conv) != Activation::NONE) continue;
     const TensorType& w = p.desc(conv.in[1]).type;
     const TensorType& y = p.desc(bn.in[0]).type;
     if (w.shape.numel() > y.shape.numel()) continue;
@@ -89,9 +89,9 @@ Result<int> pass_bn_fold(Program& p) {
       if (!*r) return r->status();
 
     std::vector<Instruction>& ins = before[k];
-    ins.push_back(calc({gamma, var}, *s, fmt::format("div(%0,sqrt(add(%1,{})))", float_to_string(bn.f(imm_index(bn.info(), "eps")))), conv));
+    ins.push_back(calc({gamma, var}, *s, fmt::format("div(%0,sqrt(add(%1,{})))", float_to_string(bn.f(NNASM_IMM(BATCHNORM2D, eps)))), conv));
     Instruction reshape = at(make_instruction(Opcode::RESHAPE, {*s}, {*s4}), conv);
-    reshape.imm[0] = imm_ints({channels, 1, 1, 1});
+    reshape.imm[NNASM_IMM(RESHAPE, shape)] = imm_ints({channels, 1, 1, 1});
     ins.push_back(std::move(reshape));
     ins.push_back(at(make_instruction(Opcode::MUL, {conv.in[1], *s4}, {*wf}), conv));
     if (conv.in.size() == 3) ins.push_back(calc({conv.in[2], mean, *s, beta}, *bf, "add(mul(sub(%0,%1),%2),%3)", conv));

@@ -72,7 +72,7 @@ class Tree {
     if (code_[reader].op != Opcode::CALC) return true;
     // A CALC may name its input several times: taking the producer would compute it as often.
     const size_t j = std::find(code_[reader].in.begin(), code_[reader].in.end(), t) - code_[reader].in.begin();
-    const Result<std::vector<ExprNode>> nodes = expr_parse(code_[reader].imm[0].ident);
+    const Result<std::vector<ExprNode>> nodes = expr_parse(code_[reader].imm[NNASM_IMM(CALC, expr)].ident);
     if (!nodes) return false;
     return std::count_if(nodes.value().begin(), nodes.value().end(), [&](const ExprNode& e) {
              return e.kind == ExprKind::INPUT && e.input == static_cast<int>(j);
@@ -113,7 +113,7 @@ class Tree {
       return add(e);
     }
     // A CALC's own nodes, its inputs replaced by what stands for them here.
-    const Result<std::vector<ExprNode>> inner = expr_parse(ins.imm[0].ident);
+    const Result<std::vector<ExprNode>> inner = expr_parse(ins.imm[NNASM_IMM(CALC, expr)].ident);
     std::vector<int> index(inner.value().size());
     for (size_t i = 0; i < index.size(); ++i) {
       ExprNode e = inner.value()[i];
@@ -152,7 +152,7 @@ Result<int> pass_chain_fusion(Program& p) {
     t.grow();
     if (t.taken().empty()) continue;
     Instruction calc = make_instruction(Opcode::CALC, t.leaves(), code[i].out);
-    calc.imm[0] = imm_str(t.expr());
+    calc.imm[NNASM_IMM(CALC, expr)] = imm_str(t.expr());
     calc.section = code[i].section;
     calc.loc = code[i].loc;
     calc.note = code[i].note;

@@ -15,7 +15,7 @@ namespace {
 
 // TRANSPOSE's perm with negative entries (counted from the end) made positive.
 std::vector<int64_t> perm_of(const Instruction& ins) {
-  std::vector<int64_t> perm = ins.ints(0);
+  std::vector<int64_t> perm = ins.ints(NNASM_IMM(TRANSPOSE, perm));
   for (int64_t& d : perm)
     if (d < 0) d += static_cast<int64_t>(perm.size());
   return perm;
@@ -25,7 +25,7 @@ std::vector<int64_t> perm_of(const Instruction& ins) {
 bool filled_with(const Program& p, const Uses& u, TensorId id, double* value) {
   const size_t k = u.producer(id);
   if (k == Uses::NONE || p.code()[k].op != Opcode::FILL) return false;
-  *value = p.code()[k].f(0);
+  *value = p.code()[k].f(NNASM_IMM(FILL, value));
   return true;
 }
 
@@ -34,15 +34,15 @@ TensorId pass_through(const Program& p, const Uses& u, const Instruction& ins) {
   const auto same_type = [&](TensorId a) { return p.desc(a).type == p.desc(ins.out[0]).type; };
   double v = 0;
   switch (ins.op) {
-    case Opcode::SCALE: return ins.f(0) == 1.0 ? ins.in[0] : NO_TENSOR;
+    case Opcode::SCALE: return ins.f(NNASM_IMM(SCALE, alpha)) == 1.0 ? ins.in[0] : NO_TENSOR;
     case Opcode::RESHAPE: return same_type(ins.in[0]) ? ins.in[0] : NO_TENSOR;
     case Opcode::TRANSPOSE:
-      for (size_t k = 0; k < ins.ints(0).size(); ++k)
+      for (size_t k = 0; k < ins.ints(NNASM_IMM(TRANSPOSE, perm)).size(); ++k)
         if (perm_of(ins)[k] != static_cast<int64_t>(k)) return NO_TENSOR;
       return ins.in[0];
     case Opcode::ADD:
       for (int k = 0; k < 2; ++k) {
-        const double keep = k == 0 ? ins.f(0) : ins.f(1);
+        const double keep = ins.f(k == 0 ? NNASM_IMM(ADD, alpha) : NNASM_IMM(ADD, beta));
         if (keep == 1.0 && filled_with(p, u, ins.in[1 - k], &v) && v == 0.0 && same_type(ins.in[k])) return ins.in[k];
       }
       return NO_TENSOR;
@@ -86,8 +86,9 @@ Result<int> pass_identities(Program& p) {
       const std::vector<int64_t> perm1 = perm_of(first);
       std::vector<int64_t> perm;
       for (int64_t j : perm_of(ins)) perm.push_back(perm1[j]);
-      add_note(ins, fmt::format("transpose of {} (perm {} then {})", describe(p, first), first.ints(0), ins.ints(0)));
-      ins.imm[0] = imm_ints(perm);
+      add_note(ins, fmt::format("transpose of {} (perm {} then {})", describe(p, first),
+                                first.ints(NNASM_IMM(TRANSPOSE, perm)), ins.ints(NNASM_IMM(TRANSPOSE, perm))));
+      ins.imm[NNASM_IMM(TRANSPOSE, perm)] = imm_ints(perm);
       ins.in[0] = first.in[0];
       drop[k] = true;
       ++n;

@@ -5,6 +5,7 @@
 
 #include "engine/passes/pass.h"
 #include "engine/passes/uses.h"
+#include "isa/activation.h"
 
 namespace nnasm {
 
@@ -15,7 +16,7 @@ Result<int> pass_linear_fusion(Program& p) {
   int n = 0;
   for (size_t i = 0; i < code.size(); ++i) {
     Instruction& add = code[i];
-    if (add.op != Opcode::ADD || add.f(0) != 1.0 || add.f(1) != 1.0 || add.in[0] == add.in[1]) continue;
+    if (add.op != Opcode::ADD || add.f(NNASM_IMM(ADD, alpha)) != 1.0 || add.f(NNASM_IMM(ADD, beta)) != 1.0 || add.in[0] == add.in[1]) continue;
     for (int k = 0; k < 2; ++k) {
       const size_t m = u.producer(add.in[k]);
       if (m == Uses::NONE || drop[m] || code[m].op != Opcode::MATMUL || !u.private_to(add.in[k], i)) continue;
@@ -24,7 +25,7 @@ Result<int> pass_linear_fusion(Program& p) {
       const Shape& w = p.desc(mm.in[1]).type.shape;
       const Shape& b = p.desc(add.in[1 - k]).type.shape;
       // Untransposed, and no activation yet (it would apply before the bias).
-      if (mm.i(0) || mm.i(1) || mm.i(2) || x.rank < 2 || w.rank != 2 || b.rank != 1 || b[0] != w[1]) continue;
+      if (mm.i(NNASM_IMM(MATMUL, transA)) || mm.i(NNASM_IMM(MATMUL, transB)) || fused_act(mm) != Activation::NONE || x.rank < 2 || w.rank != 2 || b.rank != 1 || b[0] != w[1]) continue;
       Instruction lin = make_instruction(Opcode::LINEAR, {mm.in[0], mm.in[1], add.in[1 - k]}, add.out);
       lin.section = add.section;
       lin.loc = mm.loc;

@@ -32,7 +32,7 @@ bool constant_value(const Program& p, const Uses& u, TensorId id, double* value)
   }
   const size_t k = u.producer(id);
   if (k == Uses::NONE || p.code()[k].op != Opcode::FILL) return false;
-  *value = p.code()[k].f(0);
+  *value = p.code()[k].f(NNASM_IMM(FILL, value));
   return true;
 }
 

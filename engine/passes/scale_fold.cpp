@@ -30,16 +30,16 @@ Result<int> pass_scale_fold(Program& p) {
     if (op != Opcode::ADD && op != Opcode::SUB && op != Opcode::SCALE) continue;
     if (ins.in.size() == 2 && ins.in[0] == ins.in[1]) continue;  // ADD x, x: one SCALE, two reads
     double coef[2] = {1, 1};
-    if (op == Opcode::ADD) coef[0] = ins.f(0), coef[1] = ins.f(1);
+    if (op == Opcode::ADD) coef[0] = ins.f(NNASM_IMM(ADD, alpha)), coef[1] = ins.f(NNASM_IMM(ADD, beta));
     if (op == Opcode::SUB) coef[1] = -1;
-    if (op == Opcode::SCALE) coef[0] = ins.f(0);
+    if (op == Opcode::SCALE) coef[0] = ins.f(NNASM_IMM(SCALE, alpha));
     bool folded = false;
     std::string from;
     for (int k = 0; k < static_cast<int>(ins.in.size()); ++k) {
       const Instruction* s = scale_in(i, k);
       if (!s) continue;
-      coef[k] *= s->f(0);
-      from += fmt::format("{}{} (alpha={})", from.empty() ? "" : ", ", describe(p, *s), static_cast<float>(s->f(0)));
+      coef[k] *= s->f(NNASM_IMM(SCALE, alpha));
+      from += fmt::format("{}{} (alpha={})", from.empty() ? "" : ", ", describe(p, *s), static_cast<float>(s->f(NNASM_IMM(SCALE, alpha))));
       ins.in[k] = s->in[0];
       drop[s - code.data()] = true;
       folded = true;
@@ -47,11 +47,11 @@ Result<int> pass_scale_fold(Program& p) {
     }
     if (!folded) continue;
     if (op == Opcode::SCALE) {
-      ins.imm[0] = imm_f(coef[0]);
+      ins.imm[NNASM_IMM(SCALE, alpha)] = imm_f(coef[0]);
     } else {
       Instruction add = make_instruction(Opcode::ADD, ins.in, ins.out);
-      add.imm[0] = imm_f(coef[0]);
-      add.imm[1] = imm_f(coef[1]);
+      add.imm[NNASM_IMM(ADD, alpha)] = imm_f(coef[0]);
+      add.imm[NNASM_IMM(ADD, beta)] = imm_f(coef[1]);
       add.section = ins.section;
       add.loc = ins.loc;
       add.note = ins.note;

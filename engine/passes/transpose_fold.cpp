@@ -10,7 +10,7 @@ namespace nnasm {
 namespace {
 
 bool swaps_last_two(const Instruction& t) {
-  std::vector<int64_t> perm = t.ints(0);
+  std::vector<int64_t> perm = t.ints(NNASM_IMM(TRANSPOSE, perm));
   const int64_t r = static_cast<int64_t>(perm.size());
   if (r < 2) return false;
   for (int64_t& d : perm)
@@ -37,8 +37,9 @@ Result<int> pass_transpose_fold(Program& p) {
         continue;
       add_note(mm, fmt::format("folded {} into trans{}", describe(p, code[t]), k == 0 ? 'A' : 'B'));
       mm.in[k] = code[t].in[0];
-      mm.imm[k] = imm_i(mm.i(k) ? 0 : 1);
-      mm.imm[k].type = ImmType::BOOL;
+      const int trans = k == 0 ? NNASM_IMM(MATMUL, transA) : NNASM_IMM(MATMUL, transB);
+      mm.imm[trans] = imm_i(mm.i(trans) ? 0 : 1);
+      mm.imm[trans].type = ImmType::BOOL;
       drop[t] = true;
       ++n;
     }

@@ -82,18 +82,17 @@ void conv2d_ref(const KernelArgs* a) {
       gemm_accumulate(ref_gemm(g), w + grp * g.og() * g.k(), m, yn + grp * g.og() * g.p(), gemm_scratch);
     }
   }
-  const auto f = static_cast<Activation>(a->ins->i(CONV_ACT));
+  const auto f = fused_act(*a->ins);
   if (f == Activation::NONE) return;
-  const float alpha = static_cast<float>(a->ins->f(CONV_ACT_ALPHA));
+  const float alpha = static_cast<float>(fused_act_alpha(*a->ins));
   for (int64_t i = 0; i < g.n * out_image; ++i) y[i] = act::apply(f, y[i], alpha);
 }
 
 Status conv2d_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
-  Result<TensorId> dz = act_grad_from_output(b, ins, CONV_ACT, dy[0]);
+  Result<TensorId> dz = act_grad_from_output(b, ins, dy[0]);
   if (!dz) return dz.status();
-  std::vector<std::pair<const char*, Imm>> imms;
-  for (int k = CONV_STRIDE; k <= CONV_GROUPS; ++k) imms.emplace_back(ins.info().imms[k].key.c_str(), ins.imm[k]);
+  const std::vector<std::pair<const char*, Imm>> imms = conv_geom_imms(ins);
   const TensorId x = ins.in[0], w = ins.in[1];
   if (need[0]) (*dx)[0] = b.emit(Opcode::CONV2D_BWD_DATA, {*dz, w, x}, imms);
   if (need[1]) (*dx)[1] = b.emit(Opcode::CONV2D_BWD_WEIGHT, {x, *dz, w}, imms);

@@ -119,8 +119,7 @@ void weight_ref(const KernelArgs* a) {
 
 Status data_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                  const std::vector<bool>& need, std::vector<TensorId>* dx) {
-  std::vector<std::pair<const char*, Imm>> imms;
-  for (int k = CONV_STRIDE; k <= CONV_GROUPS; ++k) imms.emplace_back(ins.info().imms[k].key.c_str(), ins.imm[k]);
+  const std::vector<std::pair<const char*, Imm>> imms = conv_geom_imms(ins);
   const TensorId d_out = ins.in[0], w = ins.in[1];
   if (need[0]) (*dx)[0] = b.emit(Opcode::CONV2D, {dy[0], w}, imms);
   if (need[1]) (*dx)[1] = b.emit(Opcode::CONV2D_BWD_WEIGHT, {dy[0], d_out, w}, imms);

@@ -40,6 +40,14 @@ ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape
   return g;
 }
 
+std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins) {
+  // CONV2D_BWD_DATA's immediates are exactly the geometry ones.
+  std::vector<std::pair<const char*, Imm>> imms;
+  for (const ImmSpec& s : op_info(Opcode::CONV2D_BWD_DATA).imms)
+    imms.emplace_back(s.key.c_str(), ins.imm[imm_index(ins.info(), s.key)]);
+  return imms;
+}
+
 Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const TensorType& w, int w_k, ConvGeom* out) {
   const char* op = ins.info().mnemonic;
   if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));

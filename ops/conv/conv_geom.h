@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isa/instruction.h"
@@ -26,8 +27,17 @@ struct ConvGeom {
   bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
 
-// Immediate positions shared by CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT.
-enum ConvImm { CONV_STRIDE, CONV_PAD, CONV_DILATION, CONV_GROUPS, CONV_ACT, CONV_ACT_ALPHA };
+// Immediate positions shared by CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT (CONV2D's fused
+// activation: isa/activation.h's fused_act).
+#define NNASM_CONV_IMM(key) \
+  NNASM_IMM_SHARED(key, Opcode::CONV2D, Opcode::CONV2D_BWD_DATA, Opcode::CONV2D_BWD_WEIGHT)
+constexpr int CONV_STRIDE = NNASM_CONV_IMM(stride), CONV_PAD = NNASM_CONV_IMM(pad),
+              CONV_DILATION = NNASM_CONV_IMM(dilation), CONV_GROUPS = NNASM_CONV_IMM(groups);
+#undef NNASM_CONV_IMM
+
+// The stride, pad, dilation and groups of `ins` (any of the three conv ops) by key, as
+// GradBuilder::emit takes them for another of the three.
+std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins);
 
 // The geometry of input shape x and weight shape w under ins's immediates, or an error naming
 // the operand at fault (`op` is the mnemonic, x_k and w_k the operand positions for messages).

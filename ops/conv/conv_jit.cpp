@@ -238,8 +238,8 @@ void backward_weight(const KernelArgs* a, const void* data) {
 
 // The forward epilogue: y = act(y + b[channel]) per image, rows = channels; or act(y) alone.
 Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, bool bias) {
-  const auto f = static_cast<Activation>(r.ins.i(CONV_ACT));
-  const float alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+  const auto f = fused_act(r.ins);
+  const float alpha = static_cast<float>(fused_act_alpha(r.ins));
   if (!bias && f == Activation::NONE) return KernelRef();
   const ActSnippet act = act_snippet(f, alpha);
   EwSpec s;
@@ -301,8 +301,8 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
   const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
                                       static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
-                                      g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), r.ins.imm.size() > CONV_ACT ? r.ins.i(CONV_ACT) : 0,
-                                      r.ins.imm.size() > CONV_ACT ? r.ins.f(CONV_ACT_ALPHA) : 0.0, r.part, r.n_parts);
+                                      g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), static_cast<int>(fused_act(r.ins)),
+                                      fused_act_alpha(r.ins), r.part, r.n_parts);
   if (depthwise(g, pass)) {
     const bool fwd = pass == ConvPass::FORWARD;
     if (by_channel) k->o0 = g.o * r.part / r.n_parts;
@@ -310,8 +310,8 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                          by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.c);
     if (fwd) {
       d.bias = k->bias;
-      d.act = static_cast<Activation>(r.ins.i(CONV_ACT));
-      d.act_alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+      d.act = fused_act(r.ins);
+      d.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
     }
     Result<std::shared_ptr<const JitKernel>> kernel = depthwise_kernel(d, r.isa, cache);
     if (!kernel || !kernel.value()) return kernel;
@@ -330,8 +330,8 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     }
     if (pass == ConvPass::FORWARD) {
       k->dc.bias = k->bias;
-      k->dc.act = static_cast<Activation>(r.ins.i(CONV_ACT));
-      k->dc.act_alpha = static_cast<float>(r.ins.f(CONV_ACT_ALPHA));
+      k->dc.act = fused_act(r.ins);
+      k->dc.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
     }
     Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k->dc, r.isa, cache);
     if (!direct || !direct.value()) return direct;

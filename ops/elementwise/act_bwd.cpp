@@ -23,6 +23,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "isa/activation.h"
 #include "jit/vmath.h"
 #include "ops/elementwise/activation.h"
 #include "ops/elementwise/elementwise_op.h"
@@ -30,8 +31,17 @@
 namespace nnasm {
 namespace {
 
-enum { FN, ALPHA };
-enum class Act { RELU, LEAKYRELU, ELU, CLIPPED_RELU, SIGMOID, TANH, GELU, GELU_TANH, SWISH, ABS };
+constexpr int FN = NNASM_IMM(ACT_BWD, fn), ALPHA = NNASM_IMM(ACT_BWD, alpha);
+// The `fn` choices: the activations of isa/activations.def (fn = act − 1), then abs.
+enum class Act {
+#define NNASM_ACT_FN_ENUM(NAME, name, OP, alpha, select) NAME,
+  NNASM_ACTIVATIONS(NNASM_ACT_FN_ENUM)
+#undef NNASM_ACT_FN_ENUM
+  ABS
+};
+static_assert(static_cast<int>(Act::ABS) == NNASM_CHOICE(ACT_BWD, fn, abs));
+// derivative() and act_jit() have a case per activation: a new row needs both.
+static_assert(ACTIVATION_COUNT == 10, "add the new activation's derivative and its JIT snippet here");
 
 using act::sigmoid;
 
@@ -78,15 +88,10 @@ void act_bwd_block(const float* const* in, float* dx, int64_t n, const EwImms& m
   const float *dy = in[0], *x = in[1];
   const float a = m.f[ALPHA];
   switch (static_cast<Act>(m.i[FN])) {
-    case Act::RELU: return run<Act::RELU>(dy, x, dx, n, a);
-    case Act::LEAKYRELU: return run<Act::LEAKYRELU>(dy, x, dx, n, a);
-    case Act::ELU: return run<Act::ELU>(dy, x, dx, n, a);
-    case Act::CLIPPED_RELU: return run<Act::CLIPPED_RELU>(dy, x, dx, n, a);
-    case Act::SIGMOID: return run<Act::SIGMOID>(dy, x, dx, n, a);
-    case Act::TANH: return run<Act::TANH>(dy, x, dx, n, a);
-    case Act::GELU: return run<Act::GELU>(dy, x, dx, n, a);
-    case Act::GELU_TANH: return run<Act::GELU_TANH>(dy, x, dx, n, a);
-    case Act::SWISH: return run<Act::SWISH>(dy, x, dx, n, a);
+#define NNASM_ACT_FN_RUN(NAME, name, OP, alpha, select) \
+  case Act::NAME: return run<Act::NAME>(dy, x, dx, n, a);
+    NNASM_ACTIVATIONS(NNASM_ACT_FN_RUN)
+#undef NNASM_ACT_FN_RUN
     case Act::ABS: return run<Act::ABS>(dy, x, dx, n, a);
   }
 }
@@ -246,11 +251,7 @@ ActJit act_jit(Act fn, float a) {
   return {0, nullptr};
 }
 
-const char* act_name(Act fn) {
-  static const char* names[] = {"relu", "leakyrelu", "elu", "clipped_relu", "sigmoid",
-                                "tanh", "gelu",      "gelu_tanh", "swish", "abs"};
-  return names[static_cast<int>(fn)];
-}
+const std::string& act_name(Act fn) { return op_info(Opcode::ACT_BWD).imms[FN].choices[static_cast<int>(fn)]; }
 
 OpSnippet act_bwd_snippet(const EwImms& m) {
   const Act fn = static_cast<Act>(m.i[FN]);

@@ -25,6 +25,7 @@ inline float gelu_tanh(float x) {
 }
 inline float swish(float x, float a) { return x * sigmoid(a * x); }
 
+static_assert(ACTIVATION_COUNT == 10, "a new activation needs its scalar function here");
 // f(x) for one of LINEAR's `act` choices.
 inline float apply(Activation f, float x, float a) {
   switch (f) {

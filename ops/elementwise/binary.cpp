@@ -59,7 +59,7 @@ float f_greater(float a, float b, Params) { return a > b ? 1.f : 0.f; }
 float f_greater_equal(float a, float b, Params) { return a >= b ? 1.f : 0.f; }
 
 // Only ADD has immediates (alpha, beta); the other functions ignore theirs.
-Params params(const EwImms& m) { return Params{m.f[0], m.f[1]}; }
+Params params(const EwImms& m) { return Params{m.f[NNASM_IMM(ADD, alpha)], m.f[NNASM_IMM(ADD, beta)]}; }
 
 template <float (*F)(float, float, Params)>
 void binary_block(const float* const* x, float* y, int64_t n, const EwImms& m) {
@@ -119,8 +119,8 @@ Status reduce_back(GradBuilder& b, const Instruction& ins, Need need, TensorId d
 }
 
 Status g_add(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
-  return reduce_back(b, ins, need, need[0] ? b.scale(dy[0], ins.f(0)) : NO_TENSOR,
-                     need[1] ? b.scale(dy[0], ins.f(1)) : NO_TENSOR, dx);
+  return reduce_back(b, ins, need, need[0] ? b.scale(dy[0], ins.f(NNASM_IMM(ADD, alpha))) : NO_TENSOR,
+                     need[1] ? b.scale(dy[0], ins.f(NNASM_IMM(ADD, beta))) : NO_TENSOR, dx);
 }
 Status g_sub(GradBuilder& b, const Instruction& ins, Dy dy, Need need, Dx dx) {
   return reduce_back(b, ins, need, dy[0], need[1] ? b.emit(Opcode::NEG, {dy[0]}) : NO_TENSOR, dx);
@@ -171,7 +171,7 @@ using Xbyak::Xmm;
 using Regs = std::vector<Xmm>;
 
 OpSnippet s_add(const EwImms& m) {
-  const float alpha = m.f[0], beta = m.f[1];
+  const float alpha = m.f[NNASM_IMM(ADD, alpha)], beta = m.f[NNASM_IMM(ADD, beta)];
   // The reference's alpha·a + beta·b; a product by 1 is exact, so it is left out.
   return {"add", fmt::format("alpha={},beta={}", alpha, beta), 2,
           [alpha, beta](VecGen& v, const Xmm& y, const Regs& s, const Regs& t) {

@@ -39,7 +39,7 @@ namespace {
 
 constexpr int64_t BLOCK = 256;  // elements the reference evaluates at once, per node
 
-const std::string& text_of(const Instruction& ins) { return ins.imm[0].ident; }
+const std::string& text_of(const Instruction& ins) { return ins.imm[NNASM_IMM(CALC, expr)].ident; }
 
 Result<std::vector<ExprNode>> parse_checked(const Instruction& ins) {
   const std::string& text = text_of(ins);

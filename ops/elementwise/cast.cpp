@@ -28,7 +28,9 @@
 namespace nnasm {
 namespace {
 
-DType target(const Instruction& ins) { return ins.i(0) == 1 ? DType::I32 : DType::F32; }
+DType target(const Instruction& ins) {
+  return ins.i(NNASM_IMM(CAST, to)) == NNASM_CHOICE(CAST, to, i32) ? DType::I32 : DType::F32;
+}
 
 Status cast_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   if (in[0].dtype != DType::F32 && in[0].dtype != DType::I32)

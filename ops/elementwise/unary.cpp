@@ -112,7 +112,9 @@ float f_hardsigmoid(float x, Params p) { return unit_clamp(p.a * x + p.b); }
 float f_hardswish(float x, Params) { return x * unit_clamp(x * SIXTH + 0.5f); }
 float f_selu(float x, Params p) { return x > 0 ? p.b * x : p.b * (p.a * std::expm1(x)); }
 
-Params params(const EwImms& m) { return Params{m.f[0], m.f[1], m.i[0] == 1}; }
+// a and b are the op's first and second immediates, whichever they are (f_selu: alpha, gamma);
+// only GELU has an enum one.
+Params params(const EwImms& m) { return Params{m.f[0], m.f[1], m.i[0] == NNASM_CHOICE(GELU, approx, tanh)}; }
 
 template <float (*F)(float, Params)>
 void unary_block(const float* const* x, float* y, int64_t n, const EwImms& m) {
@@ -139,7 +141,7 @@ using Need = const std::vector<bool>&;
 using Dx = std::vector<TensorId>*;
 
 Status g_scale(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
-  (*dx)[0] = b.scale(dy[0], ins.f(0));
+  (*dx)[0] = b.scale(dy[0], ins.f(NNASM_IMM(SCALE, alpha)));
   return b.status();
 }
 Status g_neg(GradBuilder& b, const Instruction&, Dy dy, Need, Dx dx) {
@@ -170,8 +172,8 @@ Status g_erf(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
 }
 Status g_clamp(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   const TensorId x = ins.in[0];
-  const TensorId inside = b.emit(Opcode::MUL, {b.emit(Opcode::GREATER_EQUAL, {x, b.constant(static_cast<float>(ins.f(0)))}),
-                                               b.emit(Opcode::LESS_EQUAL, {x, b.constant(static_cast<float>(ins.f(1)))})});
+  const TensorId inside = b.emit(Opcode::MUL, {b.emit(Opcode::GREATER_EQUAL, {x, b.constant(static_cast<float>(ins.f(NNASM_IMM(CLAMP, min))))}),
+                                               b.emit(Opcode::LESS_EQUAL, {x, b.constant(static_cast<float>(ins.f(NNASM_IMM(CLAMP, max))))})});
   (*dx)[0] = b.emit(Opcode::WHERE, {inside, dy[0], b.constant(0.f)});
   return b.status();
 }
@@ -188,7 +190,7 @@ Status g_hardsigmoid(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx)
   const TensorId y = ins.out[0];
   const TensorId inside = b.emit(Opcode::MUL, {b.emit(Opcode::GREATER, {y, b.constant(0.f)}),
                                                b.emit(Opcode::LESS, {y, b.constant(1.f)})});
-  (*dx)[0] = b.emit(Opcode::WHERE, {inside, b.scale(dy[0], ins.f(0)), b.constant(0.f)});
+  (*dx)[0] = b.emit(Opcode::WHERE, {inside, b.scale(dy[0], ins.f(NNASM_IMM(HARDSIGMOID, alpha))), b.constant(0.f)});
   return b.status();
 }
 Status g_hardswish(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
@@ -200,28 +202,29 @@ Status g_hardswish(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   return b.status();
 }
 
-// ACT_BWD's `fn` choices, in opcodes.def order.
-enum class Act { RELU, LEAKYRELU, ELU, CLIPPED_RELU, SIGMOID, TANH, GELU, GELU_TANH, SWISH, ABS };
-
 Status g_selu(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
   const TensorId d = b.emit(Opcode::ACT_BWD, {dy[0], ins.in[0]},
-                            {{"fn", imm_i(static_cast<int64_t>(Act::ELU))}, {"alpha", imm_f(ins.f(0))}});
-  (*dx)[0] = b.scale(d, ins.f(1));
+                            {{"fn", imm_i(act_bwd_fn(Activation::ELU))}, {"alpha", imm_f(ins.f(NNASM_IMM(SELU, alpha)))}});
+  (*dx)[0] = b.scale(d, ins.f(NNASM_IMM(SELU, gamma)));
   return b.status();
 }
 
-template <Act A>
+Status g_abs(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
+  (*dx)[0] = b.emit(Opcode::ACT_BWD, {dy[0], ins.in[0]}, {{"fn", imm_i(NNASM_CHOICE(ACT_BWD, fn, abs))}, {"alpha", imm_f(0)}});
+  return b.status();
+}
+
+// The activation ops (isa/activations.def): ACT_BWD with the activation's fn and immediate.
 Status g_act(GradBuilder& b, const Instruction& ins, Dy dy, Need, Dx dx) {
-  int64_t fn = static_cast<int64_t>(A);
-  if (A == Act::GELU && ins.i(0) == 1) fn = static_cast<int64_t>(Act::GELU_TANH);
-  const bool has_alpha = ins.imm.size() == 1 && ins.imm[0].type == ImmType::F32;
-  const double alpha = has_alpha ? ins.f(0) : 0;
+  const Activation f = activation_of(ins);
+  const double alpha = activation_alpha(ins, f);
   // relu, clipped_relu and leakyrelu with a slope ≥ 0 read their derivative off the output
   // (y > 0 ⇔ x > 0; 0 < y < t ⇔ 0 < x < t), so the input is read by nobody but the activation
   // and the optimizer may fuse the activation into the instruction making it (LINEAR act=).
-  const bool from_output = A == Act::RELU || A == Act::CLIPPED_RELU || (A == Act::LEAKYRELU && alpha >= 0);
+  const bool from_output =
+      f == Activation::RELU || f == Activation::CLIPPED_RELU || (f == Activation::LEAKYRELU && alpha >= 0);
   (*dx)[0] = b.emit(Opcode::ACT_BWD, {dy[0], from_output ? ins.out[0] : ins.in[0]},
-                    {{"fn", imm_i(fn)}, {"alpha", imm_f(alpha)}});
+                    {{"fn", imm_i(act_bwd_fn(f))}, {"alpha", imm_f(alpha)}});
   return b.status();
 }
 
@@ -263,13 +266,18 @@ OpSnippet act(Activation f, const char* key, float a) {
           [body = std::move(s.body)](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) { body(v, y, x[0], t); }};
 }
 OpSnippet s_relu(const EwImms&) { return act(Activation::RELU, nullptr, 0); }
-OpSnippet s_leakyrelu(const EwImms& m) { return act(Activation::LEAKYRELU, "slope", m.f[0]); }
-OpSnippet s_elu(const EwImms& m) { return act(Activation::ELU, "alpha", m.f[0]); }
-OpSnippet s_clipped_relu(const EwImms& m) { return act(Activation::CLIPPED_RELU, "threshold", m.f[0]); }
+OpSnippet s_leakyrelu(const EwImms& m) { return act(Activation::LEAKYRELU, "slope", m.f[NNASM_IMM(LEAKYRELU, slope)]); }
+OpSnippet s_elu(const EwImms& m) { return act(Activation::ELU, "alpha", m.f[NNASM_IMM(ELU, alpha)]); }
+OpSnippet s_clipped_relu(const EwImms& m) {
+  return act(Activation::CLIPPED_RELU, "threshold", m.f[NNASM_IMM(CLIPPED_RELU, threshold)]);
+}
 OpSnippet s_sigmoid(const EwImms&) { return act(Activation::SIGMOID, nullptr, 0); }
 OpSnippet s_tanh(const EwImms&) { return act(Activation::TANH, nullptr, 0); }
-OpSnippet s_gelu(const EwImms& m) { return act(m.i[0] == 1 ? Activation::GELU_TANH : Activation::GELU, nullptr, 0); }
-OpSnippet s_swish(const EwImms& m) { return act(Activation::SWISH, "beta", m.f[0]); }
+OpSnippet s_gelu(const EwImms& m) {
+  const bool tanh_form = m.i[NNASM_IMM(GELU, approx)] == NNASM_CHOICE(GELU, approx, tanh);
+  return act(tanh_form ? Activation::GELU_TANH : Activation::GELU, nullptr, 0);
+}
+OpSnippet s_swish(const EwImms& m) { return act(Activation::SWISH, "beta", m.f[NNASM_IMM(SWISH, beta)]); }
 OpSnippet s_step(const EwImms&) {
   return {"step", "", 2, [](VecGen& v, const Xmm& y, const Regs& x, const Regs& t) {
             const VMask m = v.mask(0, t[0]);
@@ -365,16 +373,16 @@ ELEMENTWISE_OP(unary, 1, NEG, f_neg, g_neg, s_neg)
 ELEMENTWISE_OP(unary, 1, EXP, f_exp, g_exp, s_exp)
 ELEMENTWISE_OP(unary, 1, LOG, f_log, g_log, s_log)
 ELEMENTWISE_OP(unary, 1, SQRT, f_sqrt, g_sqrt, s_sqrt)
-ELEMENTWISE_OP(unary, 1, ABS, f_abs, g_act<Act::ABS>, s_abs)
+ELEMENTWISE_OP(unary, 1, ABS, f_abs, g_abs, s_abs)
 ELEMENTWISE_OP(unary, 1, SQUARE, f_square, g_square, s_square)
-ELEMENTWISE_OP(unary, 1, RELU, f_relu, g_act<Act::RELU>, s_relu)
-ELEMENTWISE_OP(unary, 1, LEAKYRELU, f_leakyrelu, g_act<Act::LEAKYRELU>, s_leakyrelu)
-ELEMENTWISE_OP(unary, 1, ELU, f_elu, g_act<Act::ELU>, s_elu)
-ELEMENTWISE_OP(unary, 1, CLIPPED_RELU, f_clipped_relu, g_act<Act::CLIPPED_RELU>, s_clipped_relu)
-ELEMENTWISE_OP(unary, 1, SIGMOID, f_sigmoid, g_act<Act::SIGMOID>, s_sigmoid)
-ELEMENTWISE_OP(unary, 1, TANH, f_tanh, g_act<Act::TANH>, s_tanh)
-ELEMENTWISE_OP(unary, 1, GELU, f_gelu, g_act<Act::GELU>, s_gelu)
-ELEMENTWISE_OP(unary, 1, SWISH, f_swish, g_act<Act::SWISH>, s_swish)
+ELEMENTWISE_OP(unary, 1, RELU, f_relu, g_act, s_relu)
+ELEMENTWISE_OP(unary, 1, LEAKYRELU, f_leakyrelu, g_act, s_leakyrelu)
+ELEMENTWISE_OP(unary, 1, ELU, f_elu, g_act, s_elu)
+ELEMENTWISE_OP(unary, 1, CLIPPED_RELU, f_clipped_relu, g_act, s_clipped_relu)
+ELEMENTWISE_OP(unary, 1, SIGMOID, f_sigmoid, g_act, s_sigmoid)
+ELEMENTWISE_OP(unary, 1, TANH, f_tanh, g_act, s_tanh)
+ELEMENTWISE_OP(unary, 1, GELU, f_gelu, g_act, s_gelu)
+ELEMENTWISE_OP(unary, 1, SWISH, f_swish, g_act, s_swish)
 ELEMENTWISE_OP(unary, 1, STEP, f_step, no_gradient, s_step)
 ELEMENTWISE_OP(unary, 1, ERF, f_erf, g_erf, s_erf)
 ELEMENTWISE_OP(unary, 1, CLAMP, f_clamp, g_clamp, s_clamp)

@@ -5,9 +5,10 @@
 
 namespace nnasm {
 
-Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, int act_imm, TensorId dy) {
-  const auto f = static_cast<Activation>(ins.i(act_imm));
-  const double a = ins.f(act_imm + 1);
+static_assert(ACTIVATION_COUNT == 10, "decide whether a new activation has a backward rule from its output here");
+Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, TensorId dy) {
+  const Activation f = fused_act(ins);
+  const double a = fused_act_alpha(ins);
   const TensorId y = ins.out[0];
   switch (f) {
     case Activation::NONE: return dy;
@@ -16,8 +17,7 @@ Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, in
       [[fallthrough]];
     case Activation::RELU:
     case Activation::CLIPPED_RELU:
-      // ACT_BWD's fn list is the act list without none.
-      return b.emit(Opcode::ACT_BWD, {dy, y}, {{"fn", imm_i(static_cast<int64_t>(f) - 1)}, {"alpha", imm_f(a)}});
+      return b.emit(Opcode::ACT_BWD, {dy, y}, {{"fn", imm_i(act_bwd_fn(f))}, {"alpha", imm_f(a)}});
     case Activation::SIGMOID: return b.emit(Opcode::MUL, {dy, b.emit(Opcode::SUB, {y, b.emit(Opcode::MUL, {y, y})})});
     case Activation::TANH: {
       const TensorId one = b.emit(Opcode::FILL, {y}, {{"value", imm_f(1)}});

@@ -9,7 +9,7 @@
 
 namespace nnasm {
 
-// dZ for `ins`, whose immediates `act_imm` and `act_imm + 1` are act and act_alpha.
-Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, int act_imm, TensorId dy);
+// dZ for `ins`, an op with a fused activation (isa/activation.h's fused_act).
+Result<TensorId> act_grad_from_output(GradBuilder& b, const Instruction& ins, TensorId dy);
 
 }  // namespace nnasm

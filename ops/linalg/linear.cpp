@@ -35,8 +35,6 @@
 namespace nnasm {
 namespace {
 
-enum { ACT, ACT_ALPHA };
-
 Status linear_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));
   const Shape &x = in[0].shape, &w = in[1].shape, &b = in[2].shape;
@@ -67,8 +65,8 @@ GemmJitDesc jit_desc(const Instruction& ins, const TensorType* in) {
   d.n = g.n;
   d.k = g.k;
   d.bias = true;
-  d.act = static_cast<Activation>(ins.i(ACT));
-  d.act_alpha = static_cast<float>(ins.f(ACT_ALPHA));
+  d.act = fused_act(ins);
+  d.act_alpha = static_cast<float>(fused_act_alpha(ins));
   return d;
 }
 
@@ -95,9 +93,9 @@ void linear_ref(const KernelArgs* k) {
   for (int64_t r = 0; r < g.m; ++r) std::copy(b, b + g.n, y + r * g.n);
   gemm_accumulate(g, static_cast<const float*>(k->in[0]), static_cast<const float*>(k->in[1]), y,
                   static_cast<float*>(k->scratch));
-  const auto f = static_cast<Activation>(k->ins->i(ACT));
+  const auto f = fused_act(*k->ins);
   if (f == Activation::NONE) return;
-  const float a = static_cast<float>(k->ins->f(ACT_ALPHA));
+  const float a = static_cast<float>(fused_act_alpha(*k->ins));
   for (int64_t i = 0; i < g.m * g.n; ++i) y[i] = act::apply(f, y[i], a);
 }
 
@@ -105,7 +103,7 @@ Status linear_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
   const Shape& w = b.type(ins.in[1]).shape;
   const int64_t rows = b.type(ins.in[0]).shape.numel() / w[0];
-  Result<TensorId> dz = act_grad_from_output(b, ins, ACT, dy[0]);
+  Result<TensorId> dz = act_grad_from_output(b, ins, dy[0]);
   if (!dz.is_ok()) return dz.status();
   const TensorId dy2 = b.reshape(*dz, Shape{rows, w[1]});
   if (need[0])

@@ -30,8 +30,6 @@
 namespace nnasm {
 namespace {
 
-enum { TRANS_A, TRANS_B, ACT, ACT_ALPHA };
-
 Shape batch_of(const Shape& s) { return Shape::of(s.dims.data(), s.rank - 2); }
 
 Status matmul_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
@@ -39,7 +37,7 @@ Status matmul_shape(const Instruction& ins, const std::vector<TensorType>& in, s
   for (int k = 0; k < 2; ++k)
     if (in[k].shape.rank < 2) return Status::errorf("MATMUL: {} must have rank 2 or more", operand_str(ins, k, in[k]));
   const Shape &a = in[0].shape, &b = in[1].shape;
-  const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
+  const bool ta = ins.i(NNASM_IMM(MATMUL, transA)), tb = ins.i(NNASM_IMM(MATMUL, transB));
   int64_t m = a[a.rank - (ta ? 1 : 2)], ka = a[a.rank - (ta ? 2 : 1)];
   int64_t kb = b[b.rank - (tb ? 1 : 2)], n = b[b.rank - (tb ? 2 : 1)];
   if (ka != kb)
@@ -60,7 +58,7 @@ Status matmul_shape(const Instruction& ins, const std::vector<TensorType>& in, s
 
 GemmShape gemm_shape(const Instruction& ins, const TensorType* in, const TensorType* out) {
   const Shape &as = in[0].shape, &ys = out[0].shape;
-  const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
+  const bool ta = ins.i(NNASM_IMM(MATMUL, transA)), tb = ins.i(NNASM_IMM(MATMUL, transB));
   return GemmShape{ys[ys.rank - 2], ys[ys.rank - 1], as[as.rank - (ta ? 2 : 1)], ta, tb};
 }
 
@@ -73,8 +71,8 @@ GemmJitDesc jit_desc(const Instruction& ins, const TensorType* in, const TensorT
   d.k = g.k;
   d.trans_a = g.trans_a;
   d.trans_b = g.trans_b;
-  d.act = static_cast<Activation>(ins.i(ACT));
-  d.act_alpha = static_cast<float>(ins.f(ACT_ALPHA));
+  d.act = fused_act(ins);
+  d.act_alpha = static_cast<float>(fused_act_alpha(ins));
   d.batch = batch_of(out[0].shape);
   d.a_batch = batch_of(in[0].shape);
   d.b_batch = batch_of(in[1].shape);
@@ -108,16 +106,16 @@ void matmul_ref(const KernelArgs* k) {
   BroadcastWalk(batch_of(ys), batch_of(as), batch_of(bs)).for_each([&](int64_t yb, int64_t ab, int64_t bb) {
     gemm_accumulate(g, A + ab * a_mat, B + bb * b_mat, Y + yb * y_mat, static_cast<float*>(k->scratch));
   });
-  const auto f = static_cast<Activation>(k->ins->i(ACT));
+  const auto f = fused_act(*k->ins);
   if (f == Activation::NONE) return;
-  const float alpha = static_cast<float>(k->ins->f(ACT_ALPHA));
+  const float alpha = static_cast<float>(fused_act_alpha(*k->ins));
   for (int64_t i = 0; i < ys.numel(); ++i) Y[i] = act::apply(f, Y[i], alpha);
 }
 
 Status matmul_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
-  const bool ta = ins.i(TRANS_A), tb = ins.i(TRANS_B);
-  Result<TensorId> dz = act_grad_from_output(b, ins, ACT, dy[0]);
+  const bool ta = ins.i(NNASM_IMM(MATMUL, transA)), tb = ins.i(NNASM_IMM(MATMUL, transB));
+  Result<TensorId> dz = act_grad_from_output(b, ins, dy[0]);
   if (!dz) return dz.status();
   const TensorId A = ins.in[0], B = ins.in[1], dY = *dz;
   auto mm = [&](TensorId x, TensorId y, bool t1, bool t2) {

@@ -31,6 +31,8 @@
 
 namespace nnasm {
 
+constexpr int BN_EPS = NNASM_IMM_SHARED(eps, Opcode::BATCHNORM2D, Opcode::BATCHNORM2D_BWD);
+
 Status bn_check(const Instruction& ins, const std::vector<TensorType>& in, const std::vector<int>& per_channel,
                 const std::vector<const char*>& what) {
   NNASM_TRY(require_f32(ins, in));
@@ -44,18 +46,17 @@ Status bn_check(const Instruction& ins, const std::vector<TensorType>& in, const
       return Status::errorf("{}: {} {} must be f32[{}], one per channel of x {}", mn, what[k],
                             operand_str(ins, per_channel[k], t), c, in[0].str());
   }
-  const double eps = ins.f(0);
+  const double eps = ins.f(BN_EPS);
   if (!(eps >= 0) || !std::isfinite(eps)) return Status::errorf("{}: eps={} must be finite and ≥ 0", mn, eps);
   return Status::ok();
 }
 
 namespace {
 
-enum { BN_EPS, BN_MOMENTUM };
 
 Status batchnorm2d_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(bn_check(ins, in, {1, 2, 3, 4}, {"gamma", "beta", "running_mean", "running_var"}));
-  const double m = ins.f(BN_MOMENTUM);
+  const double m = ins.f(NNASM_IMM(BATCHNORM2D, momentum));
   if (!(m >= 0 && m <= 1)) return Status::errorf("BATCHNORM2D: momentum={} must be in [0, 1]", m);
   (*out)[0] = in[0];
   return Status::ok();
@@ -70,7 +71,7 @@ void batchnorm2d_ref(const KernelArgs* a) {
   float* rmean = const_cast<float*>(bn_in(a, 3));
   float* rvar = const_cast<float*>(bn_in(a, 4));
   float* y = static_cast<float*>(a->out[0]);
-  const double eps = a->ins->f(BN_EPS), mom = a->ins->f(BN_MOMENTUM);
+  const double eps = a->ins->f(BN_EPS), mom = a->ins->f(NNASM_IMM(BATCHNORM2D, momentum));
   const bool training = a->state && a->state->training;
   const int64_t count = g.count();
   for (int64_t ch = 0; ch < g.c; ++ch) {

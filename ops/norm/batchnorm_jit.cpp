@@ -272,8 +272,8 @@ size_t bn_jit_scratch(const Instruction&, const TensorType* in, const TensorType
 Result<std::shared_ptr<const JitKernel>> bn_jit(const JitRequest& r, KernelCache& cache, bool backward_pass) {
   auto k = std::make_shared<BnKernel>();
   k->g = bn_geom(r.in[0].shape);
-  k->eps = r.ins.f(0);
-  k->momentum = backward_pass ? 0 : r.ins.f(1);
+  k->eps = r.ins.f(NNASM_IMM_SHARED(eps, Opcode::BATCHNORM2D, Opcode::BATCHNORM2D_BWD));
+  k->momentum = backward_pass ? 0 : r.ins.f(NNASM_IMM(BATCHNORM2D, momentum));
   const BnGeom& g = k->g;
   if (g.count() == 0) return std::shared_ptr<const JitKernel>();
   Result<KernelRef> sums = sums_kernel(SumsDesc{g.n, g.c, g.plane, false}, r.isa, cache);

@@ -21,7 +21,7 @@ namespace {
 
 Status clip_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));
-  if (!(ins.f(0) > 0)) return Status::error("CLIP_GRAD_NORM: max_norm must be positive");
+  if (!(ins.f(NNASM_IMM(CLIP_GRAD_NORM, max_norm)) > 0)) return Status::error("CLIP_GRAD_NORM: max_norm must be positive");
   std::vector<int> same(in.size());
   for (size_t k = 0; k < in.size(); ++k) same[k] = static_cast<int>(k);
   return inplace_outputs(ins, in, out, same);
@@ -48,7 +48,7 @@ Result<KernelRef> clip_jit(const JitRequest& r, KernelCache& cache) {
   std::vector<int64_t> sizes;
   for (size_t k = 0; k < r.ins.in.size(); ++k) sizes.push_back(r.in[k].shape.numel());
   if (r.ins.out.size() != r.ins.in.size()) return KernelRef();
-  return clip_norm_kernel(r.isa, sizes, r.ins.f(0), cache);
+  return clip_norm_kernel(r.isa, sizes, r.ins.f(NNASM_IMM(CLIP_GRAD_NORM, max_norm)), cache);
 }
 
 }  // namespace

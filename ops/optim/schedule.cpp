@@ -21,8 +21,6 @@
 namespace nnasm {
 namespace {
 
-enum { KIND, BASE, WARMUP, STEP_SIZE, GAMMA, TOTAL, MIN };
-enum class Kind { CONSTANT, STEP, COSINE };
 
 Status advance_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(check_operands(ins, in, {}, {0}));
@@ -33,7 +31,8 @@ void advance_ref(const KernelArgs* k) { *static_cast<float*>(k->out[0]) = *stati
 
 Status schedule_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(check_operands(ins, in, {}, {0}));
-  if (ins.i(STEP_SIZE) < 1 || ins.i(TOTAL) < 1 || ins.i(WARMUP) < 0)
+  if (ins.i(NNASM_IMM(LR_SCHEDULE, step_size)) < 1 || ins.i(NNASM_IMM(LR_SCHEDULE, total)) < 1 ||
+      ins.i(NNASM_IMM(LR_SCHEDULE, warmup)) < 0)
     return Status::error("LR_SCHEDULE: step_size and total must be ≥ 1 and warmup ≥ 0");
   (*out)[0] = in[0];
   return Status::ok();
@@ -41,24 +40,23 @@ Status schedule_shape(const Instruction& ins, const std::vector<TensorType>& in,
 
 void schedule_ref(const KernelArgs* k) {
   const Instruction& ins = *k->ins;
-  const double t = *static_cast<const float*>(k->in[0]), base = ins.f(BASE);
-  const double warmup = static_cast<double>(ins.i(WARMUP));
+  const double t = *static_cast<const float*>(k->in[0]), base = ins.f(NNASM_IMM(LR_SCHEDULE, base));
+  const double warmup = static_cast<double>(ins.i(NNASM_IMM(LR_SCHEDULE, warmup)));
   double lr;
   if (warmup > 0 && t <= warmup) {  // no warm-up steps: no warm-up phase (and no 0/0 at t = 0)
     lr = base * t / warmup;
   } else {
-    switch (static_cast<Kind>(ins.i(KIND))) {
-      case Kind::CONSTANT: lr = base; break;
-      case Kind::STEP:
-        lr = base * std::pow(ins.f(GAMMA), std::floor((t - warmup - 1) / static_cast<double>(ins.i(STEP_SIZE))));
-        break;
-      case Kind::COSINE: {
-        const double span = std::max(1.0, static_cast<double>(ins.i(TOTAL)) - warmup);
-        const double p = std::min(1.0, (t - warmup) / span);
-        lr = ins.f(MIN) + (base - ins.f(MIN)) * 0.5 * (1 + std::cos(3.141592653589793 * p));
-        break;
-      }
-      default: lr = base;
+    const int64_t kind = ins.i(NNASM_IMM(LR_SCHEDULE, kind));
+    if (kind == NNASM_CHOICE(LR_SCHEDULE, kind, step)) {
+      lr = base * std::pow(ins.f(NNASM_IMM(LR_SCHEDULE, gamma)),
+                           std::floor((t - warmup - 1) / static_cast<double>(ins.i(NNASM_IMM(LR_SCHEDULE, step_size)))));
+    } else if (kind == NNASM_CHOICE(LR_SCHEDULE, kind, cosine)) {
+      const double span = std::max(1.0, static_cast<double>(ins.i(NNASM_IMM(LR_SCHEDULE, total))) - warmup);
+      const double p = std::min(1.0, (t - warmup) / span);
+      const double lo = ins.f(NNASM_IMM(LR_SCHEDULE, min));
+      lr = lo + (base - lo) * 0.5 * (1 + std::cos(3.141592653589793 * p));
+    } else {  // constant
+      lr = base;
     }
   }
   *static_cast<float*>(k->out[0]) = static_cast<float>(lr);

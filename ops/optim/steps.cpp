@@ -33,7 +33,6 @@ const float* in_f(const KernelArgs* k, int i) { return static_cast<const float*>
 float* out_f(const KernelArgs* k, int i) { return static_cast<float*>(k->out[i]); }
 
 // ---- SGD: w, g, v, lr -> w, v ----
-enum { SGD_MOMENTUM, SGD_NESTEROV, SGD_DECAY };
 
 Status sgd_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(check_operands(ins, in, {1, 2}, {3}));
@@ -41,8 +40,8 @@ Status sgd_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
 }
 
 void sgd_ref(const KernelArgs* k) {
-  const float mu = static_cast<float>(k->ins->f(SGD_MOMENTUM)), wd = static_cast<float>(k->ins->f(SGD_DECAY));
-  const bool nesterov = k->ins->i(SGD_NESTEROV);
+  const float mu = static_cast<float>(k->ins->f(NNASM_IMM(SGD, momentum))), wd = static_cast<float>(k->ins->f(NNASM_IMM(SGD, weight_decay)));
+  const bool nesterov = k->ins->i(NNASM_IMM(SGD, nesterov));
   const float lr = *in_f(k, 3);
   const float* g = in_f(k, 1);
   float *w = out_f(k, 0), *v = out_f(k, 1);
@@ -55,7 +54,11 @@ void sgd_ref(const KernelArgs* k) {
 }
 
 // ---- ADAM / ADAMW: w, g, m, v, lr, t -> w, m, v ----
-enum { ADAM_BETA1, ADAM_BETA2, ADAM_EPS, ADAM_DECAY };
+// ADAM and ADAMW share one layout.
+#define NNASM_ADAM_IMM(key) NNASM_IMM_SHARED(key, Opcode::ADAM, Opcode::ADAMW)
+constexpr int ADAM_BETA1 = NNASM_ADAM_IMM(beta1), ADAM_BETA2 = NNASM_ADAM_IMM(beta2), ADAM_EPS = NNASM_ADAM_IMM(eps),
+              ADAM_DECAY = NNASM_ADAM_IMM(weight_decay);
+#undef NNASM_ADAM_IMM
 
 Status adam_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(check_operands(ins, in, {1, 2, 3}, {4, 5}));
@@ -84,7 +87,6 @@ void adam_ref(const KernelArgs* k) {
 }
 
 // ---- RMSPROP: w, g, s, lr -> w, s ----
-enum { RMS_ALPHA, RMS_EPS, RMS_DECAY };
 
 Status rmsprop_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(check_operands(ins, in, {1, 2}, {3}));
@@ -92,8 +94,8 @@ Status rmsprop_shape(const Instruction& ins, const std::vector<TensorType>& in, 
 }
 
 void rmsprop_ref(const KernelArgs* k) {
-  const float a = static_cast<float>(k->ins->f(RMS_ALPHA)), eps = static_cast<float>(k->ins->f(RMS_EPS));
-  const float wd = static_cast<float>(k->ins->f(RMS_DECAY)), lr = *in_f(k, 3);
+  const float a = static_cast<float>(k->ins->f(NNASM_IMM(RMSPROP, alpha))), eps = static_cast<float>(k->ins->f(NNASM_IMM(RMSPROP, eps)));
+  const float wd = static_cast<float>(k->ins->f(NNASM_IMM(RMSPROP, weight_decay))), lr = *in_f(k, 3);
   const float* g = in_f(k, 1);
   float *w = out_f(k, 0), *s = out_f(k, 1);
   const int64_t n = k->in_type[0].shape.numel();
@@ -134,8 +136,8 @@ int optim_parts(const JitRequest& r, int threads) {
 }
 
 Result<KernelRef> sgd_jit(const JitRequest& r, KernelCache& cache) {
-  const float mu = static_cast<float>(r.ins.f(SGD_MOMENTUM)), wd = static_cast<float>(r.ins.f(SGD_DECAY));
-  const bool nesterov = r.ins.i(SGD_NESTEROV);
+  const float mu = static_cast<float>(r.ins.f(NNASM_IMM(SGD, momentum))), wd = static_cast<float>(r.ins.f(NNASM_IMM(SGD, weight_decay)));
+  const bool nesterov = r.ins.i(NNASM_IMM(SGD, nesterov));
   EwSpec s;
   s.op = "sgd";
   s.imms = fmt::format("momentum={},nesterov={},weight_decay={}", mu, nesterov, wd);
@@ -216,8 +218,8 @@ Result<KernelRef> adam_jit(const JitRequest& r, KernelCache& cache) {
 }
 
 Result<KernelRef> rmsprop_jit(const JitRequest& r, KernelCache& cache) {
-  const float a = static_cast<float>(r.ins.f(RMS_ALPHA)), eps = static_cast<float>(r.ins.f(RMS_EPS));
-  const float wd = static_cast<float>(r.ins.f(RMS_DECAY));
+  const float a = static_cast<float>(r.ins.f(NNASM_IMM(RMSPROP, alpha))), eps = static_cast<float>(r.ins.f(NNASM_IMM(RMSPROP, eps)));
+  const float wd = static_cast<float>(r.ins.f(NNASM_IMM(RMSPROP, weight_decay)));
   EwSpec s;
   s.op = "rmsprop";
   s.imms = fmt::format("alpha={},eps={},weight_decay={}", a, eps, wd);

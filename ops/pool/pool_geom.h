@@ -14,7 +14,11 @@
 namespace nnasm {
 
 // Immediate positions shared by the four pooling ops (POOL_COUNT_INCLUDE_PAD: the AVGPOOLs only).
-enum PoolImm { POOL_KERNEL, POOL_STRIDE, POOL_PAD, POOL_COUNT_INCLUDE_PAD };
+#define NNASM_POOL_IMM(key) \
+  NNASM_IMM_SHARED(key, Opcode::MAXPOOL2D, Opcode::AVGPOOL2D, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD)
+constexpr int POOL_KERNEL = NNASM_POOL_IMM(kernel), POOL_STRIDE = NNASM_POOL_IMM(stride), POOL_PAD = NNASM_POOL_IMM(pad),
+              POOL_COUNT_INCLUDE_PAD = NNASM_IMM_SHARED(count_include_pad, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD);
+#undef NNASM_POOL_IMM
 
 struct PoolGeom {
   int64_t n, c, h, w;   // input

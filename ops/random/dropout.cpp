@@ -34,15 +34,14 @@
 
 namespace nnasm {
 
-enum { DROP_RATE, DROP_KEY };
 
 DropoutMask dropout_mask(const Instruction& ins) {
-  const double rate = static_cast<float>(ins.f(DROP_RATE));
+  const double rate = static_cast<float>(ins.f(NNASM_IMM(DROPOUT, rate)));
   DropoutMask m;
   m.identity = rate == 0;
   m.threshold = static_cast<uint32_t>(std::floor(rate * 4294967296.0));
   m.scale = static_cast<float>(1.0 / (1.0 - rate));
-  m.key = static_cast<uint64_t>(ins.i(DROP_KEY));
+  m.key = static_cast<uint64_t>(ins.i(NNASM_IMM(DROPOUT, key)));
   return m;
 }
 
@@ -50,7 +49,7 @@ namespace {
 
 Status dropout_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));
-  const double rate = ins.f(DROP_RATE);
+  const double rate = ins.f(NNASM_IMM(DROPOUT, rate));
   if (!(rate >= 0 && rate < 1)) return Status::errorf("DROPOUT: rate={} must be in [0, 1)", rate);
   (*out)[0] = in[0];
   return Status::ok();
@@ -75,7 +74,7 @@ void dropout_ref(const KernelArgs* a) {
 
 Status dropout_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>& need,
                     std::vector<TensorId>* dx) {
-  if (need[0]) (*dx)[0] = b.emit(Opcode::DROPOUT, {dy[0]}, {{"rate", ins.imm[DROP_RATE]}, {"key", ins.imm[DROP_KEY]}});
+  if (need[0]) (*dx)[0] = b.emit(Opcode::DROPOUT, {dy[0]}, {{"rate", ins.imm[NNASM_IMM(DROPOUT, rate)]}, {"key", ins.imm[NNASM_IMM(DROPOUT, key)]}});
   return b.status();
 }
 

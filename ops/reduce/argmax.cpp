@@ -22,7 +22,8 @@
 namespace nnasm {
 namespace {
 
-enum { AXIS, KEEPDIMS };
+constexpr int AXIS = NNASM_IMM_SHARED(axis, Opcode::ARGMAX, Opcode::ARGMIN),
+              KEEPDIMS = NNASM_IMM_SHARED(keepdims, Opcode::ARGMAX, Opcode::ARGMIN);
 
 Status arg_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));

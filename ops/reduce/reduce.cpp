@@ -29,7 +29,11 @@
 namespace nnasm {
 namespace {
 
-enum { AXIS, KEEPDIMS };
+// The REDUCE_* family shares one layout.
+#define NNASM_REDUCE_IMM(key) \
+  NNASM_IMM_SHARED(key, Opcode::REDUCE_SUM, Opcode::REDUCE_MEAN, Opcode::REDUCE_MAX, Opcode::REDUCE_MIN, Opcode::REDUCE_PROD)
+constexpr int AXIS = NNASM_REDUCE_IMM(axis), KEEPDIMS = NNASM_REDUCE_IMM(keepdims);
+#undef NNASM_REDUCE_IMM
 enum class Kind { SUM, MEAN, MAX, MIN, PROD };
 constexpr bool extremum(Kind k) { return k == Kind::MAX || k == Kind::MIN; }
 

@@ -27,7 +27,7 @@
 namespace nnasm {
 namespace {
 
-enum { AXIS };
+constexpr int AXIS = NNASM_IMM_SHARED(axis, Opcode::SOFTMAX, Opcode::LOGSOFTMAX);
 
 Status softmax_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   NNASM_TRY(require_f32(ins, in));

@@ -19,12 +19,10 @@
 namespace nnasm {
 namespace {
 
-enum { CONCAT_AXIS = 0 };
-enum { SLICE_AXIS = 0, SLICE_START, SLICE_END };
 
 Status concat_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   int axis;
-  NNASM_TRY(axis_of(ins, CONCAT_AXIS, in[0], &axis));
+  NNASM_TRY(axis_of(ins, NNASM_IMM(CONCAT, axis), in[0], &axis));
   Shape y = in[0].shape;
   for (size_t k = 1; k < in.size(); ++k) {
     const int kk = static_cast<int>(k);
@@ -43,7 +41,7 @@ Status concat_shape(const Instruction& ins, const std::vector<TensorType>& in, s
 
 void concat_ref(const KernelArgs* k) {
   const Shape& ys = k->out_type[0].shape;
-  const int axis = normalize_axis(k->ins->i(CONCAT_AXIS), ys.rank);
+  const int axis = normalize_axis(k->ins->i(NNASM_IMM(CONCAT, axis)), ys.rank);
   const AxisSplit out = split_at(ys, axis);
   char* y = static_cast<char*>(k->out[0]);
   int64_t offset = 0;  // elements into an output row
@@ -67,11 +65,11 @@ void slice_bounds(int64_t start, int64_t end, int64_t n, int64_t* lo, int64_t* h
 
 Status slice_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   int axis;
-  NNASM_TRY(axis_of(ins, SLICE_AXIS, in[0], &axis));
+  NNASM_TRY(axis_of(ins, NNASM_IMM(SLICE, axis), in[0], &axis));
   int64_t lo, hi;
-  slice_bounds(ins.i(SLICE_START), ins.i(SLICE_END), in[0].shape[axis], &lo, &hi);
+  slice_bounds(ins.i(NNASM_IMM(SLICE, start)), ins.i(NNASM_IMM(SLICE, end)), in[0].shape[axis], &lo, &hi);
   if (hi <= lo)
-    return Status::errorf("SLICE: [{}:{}] along axis {} of {} is empty", ins.i(SLICE_START), ins.i(SLICE_END), axis,
+    return Status::errorf("SLICE: [{}:{}] along axis {} of {} is empty", ins.i(NNASM_IMM(SLICE, start)), ins.i(NNASM_IMM(SLICE, end)), axis,
                           operand_str(ins, 0, in[0]));
   Shape y = in[0].shape;
   y[axis] = hi - lo;
@@ -81,10 +79,10 @@ Status slice_shape(const Instruction& ins, const std::vector<TensorType>& in, st
 
 void slice_ref(const KernelArgs* k) {
   const Shape& xs = k->in_type[0].shape;
-  const int axis = normalize_axis(k->ins->i(SLICE_AXIS), xs.rank);
+  const int axis = normalize_axis(k->ins->i(NNASM_IMM(SLICE, axis)), xs.rank);
   const AxisSplit s = split_at(xs, axis);
   int64_t lo, hi;
-  slice_bounds(k->ins->i(SLICE_START), k->ins->i(SLICE_END), s.len, &lo, &hi);
+  slice_bounds(k->ins->i(NNASM_IMM(SLICE, start)), k->ins->i(NNASM_IMM(SLICE, end)), s.len, &lo, &hi);
   const int64_t row = (hi - lo) * s.inner;
   const char* x = static_cast<const char*>(k->in[0]);
   char* y = static_cast<char*>(k->out[0]);
@@ -94,7 +92,7 @@ void slice_ref(const KernelArgs* k) {
 
 Status concat_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                    const std::vector<bool>& need, std::vector<TensorId>* dx) {
-  const int axis = normalize_axis(ins.i(CONCAT_AXIS), b.type(ins.in[0]).shape.rank);
+  const int axis = normalize_axis(ins.i(NNASM_IMM(CONCAT, axis)), b.type(ins.in[0]).shape.rank);
   int64_t offset = 0;
   for (size_t k = 0; k < ins.in.size(); ++k) {
     const int64_t len = b.type(ins.in[k]).shape[axis];
@@ -109,9 +107,9 @@ Status concat_grad(GradBuilder& b, const Instruction& ins, const std::vector<Ten
 Status slice_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
                   std::vector<TensorId>* dx) {
   const Shape& xs = b.type(ins.in[0]).shape;
-  const int axis = normalize_axis(ins.i(SLICE_AXIS), xs.rank);
+  const int axis = normalize_axis(ins.i(NNASM_IMM(SLICE, axis)), xs.rank);
   int64_t lo, hi;
-  slice_bounds(ins.i(SLICE_START), ins.i(SLICE_END), xs[axis], &lo, &hi);
+  slice_bounds(ins.i(NNASM_IMM(SLICE, start)), ins.i(NNASM_IMM(SLICE, end)), xs[axis], &lo, &hi);
   std::vector<int64_t> pads(2 * static_cast<size_t>(xs.rank), 0);
   pads[static_cast<size_t>(axis)] = lo;
   pads[static_cast<size_t>(xs.rank + axis)] = xs[axis] - hi;

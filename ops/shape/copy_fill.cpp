@@ -14,7 +14,6 @@
 namespace nnasm {
 namespace {
 
-enum { VALUE };
 
 Status same_shape(const Instruction&, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   (*out)[0] = in[0];
@@ -22,7 +21,7 @@ Status same_shape(const Instruction&, const std::vector<TensorType>& in, std::ve
 }
 
 Status fill_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  const double v = ins.f(VALUE);
+  const double v = ins.f(NNASM_IMM(FILL, value));
   if (in[0].dtype == DType::I32 && !(std::trunc(v) == v && v >= -2147483648.0 && v <= 2147483647.0))
     return Status::errorf("FILL: value {} is not an i32 for {}", v, operand_str(ins, 0, in[0]));
   (*out)[0] = in[0];
@@ -37,11 +36,11 @@ void fill_ref(const KernelArgs* k) {
   const int64_t n = k->out_type[0].shape.numel();
   if (k->out_type[0].dtype == DType::I32) {
     int32_t* y = static_cast<int32_t*>(k->out[0]);
-    const int32_t v = static_cast<int32_t>(k->ins->f(VALUE));
+    const int32_t v = static_cast<int32_t>(k->ins->f(NNASM_IMM(FILL, value)));
     for (int64_t i = 0; i < n; ++i) y[i] = v;
   } else {
     float* y = static_cast<float*>(k->out[0]);
-    const float v = static_cast<float>(k->ins->f(VALUE));
+    const float v = static_cast<float>(k->ins->f(NNASM_IMM(FILL, value)));
     for (int64_t i = 0; i < n; ++i) y[i] = v;
   }
 }

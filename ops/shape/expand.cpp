@@ -14,10 +14,9 @@
 namespace nnasm {
 namespace {
 
-enum { SHAPE };
 
 Status expand_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  const std::vector<int64_t>& want = ins.ints(SHAPE);
+  const std::vector<int64_t>& want = ins.ints(NNASM_IMM(EXPAND, shape));
   if (static_cast<int>(want.size()) > MAX_RANK || static_cast<int>(want.size()) < in[0].shape.rank)
     return Status::errorf("EXPAND: shape [{}] must have rank {}..{} for {}", fmt::join(want, ","), in[0].shape.rank,
                           MAX_RANK, operand_str(ins, 0, in[0]));

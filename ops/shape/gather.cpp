@@ -31,7 +31,7 @@
 namespace nnasm {
 namespace {
 
-enum { AXIS };
+constexpr int AXIS = NNASM_IMM_SHARED(axis, Opcode::GATHER, Opcode::GATHER_BWD);
 
 // The shape of GATHER's y for `data` and `indices`, or an error naming the op.
 Status gathered_shape(const Instruction& ins, const TensorType& data, const TensorType& indices, Shape* y) {

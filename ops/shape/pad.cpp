@@ -17,10 +17,9 @@
 namespace nnasm {
 namespace {
 
-enum { PADS, VALUE };
 
 Status pad_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  const std::vector<int64_t>& pads = ins.ints(PADS);
+  const std::vector<int64_t>& pads = ins.ints(NNASM_IMM(PAD, pads));
   const Shape& x = in[0].shape;
   if (static_cast<int>(pads.size()) != 2 * x.rank)
     return Status::errorf("PAD: pads [{}] needs {} entries for {}", fmt::join(pads, ","), 2 * x.rank,
@@ -32,7 +31,7 @@ Status pad_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
       return Status::errorf("PAD: pads [{}] must be between 0 and {}", fmt::join(pads, ","), MAX_TENSOR_ELEMENTS);
     y[d] = x[d] + lo + hi;
   }
-  const double v = ins.f(VALUE);
+  const double v = ins.f(NNASM_IMM(PAD, value));
   if (in[0].dtype == DType::I32 && !(std::trunc(v) == v && v >= -2147483648.0 && v <= 2147483647.0))
     return Status::errorf("PAD: value {} is not an i32 for {}", v, operand_str(ins, 0, in[0]));
   (*out)[0] = TensorType{in[0].dtype, y};
@@ -41,15 +40,15 @@ Status pad_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
 
 void pad_ref(const KernelArgs* k) {
   const Shape &xs = k->in_type[0].shape, &ys = k->out_type[0].shape;
-  const std::vector<int64_t>& pads = k->ins->ints(PADS);
+  const std::vector<int64_t>& pads = k->ins->ints(NNASM_IMM(PAD, pads));
   uint32_t* y = static_cast<uint32_t*>(k->out[0]);
   const uint32_t* x = static_cast<const uint32_t*>(k->in[0]);
   uint32_t fill;
   if (k->out_type[0].dtype == DType::I32) {
-    const int32_t v = static_cast<int32_t>(k->ins->f(VALUE));
+    const int32_t v = static_cast<int32_t>(k->ins->f(NNASM_IMM(PAD, value)));
     std::memcpy(&fill, &v, 4);
   } else {
-    const float v = static_cast<float>(k->ins->f(VALUE));
+    const float v = static_cast<float>(k->ins->f(NNASM_IMM(PAD, value)));
     std::memcpy(&fill, &v, 4);
   }
   const int64_t n = ys.numel();
@@ -77,7 +76,7 @@ void pad_ref(const KernelArgs* k) {
 
 Status pad_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
                 std::vector<TensorId>* dx) {
-  const std::vector<int64_t>& pads = ins.ints(PADS);
+  const std::vector<int64_t>& pads = ins.ints(NNASM_IMM(PAD, pads));
   const Shape& xs = b.type(ins.in[0]).shape;
   TensorId g = dy[0];
   for (int d = 0; d < xs.rank; ++d)

@@ -25,10 +25,9 @@
 namespace nnasm {
 namespace {
 
-enum { SHAPE };
 
 Status reshape_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  const std::vector<int64_t>& want = ins.ints(SHAPE);
+  const std::vector<int64_t>& want = ins.ints(NNASM_IMM(RESHAPE, shape));
   if (static_cast<int>(want.size()) > MAX_RANK)
     return Status::errorf("RESHAPE: shape has rank {}, at most {} allowed", want.size(), MAX_RANK);
   Shape y;
@@ -62,11 +61,10 @@ Status reshape_shape(const Instruction& ins, const std::vector<TensorType>& in, 
   return Status::ok();
 }
 
-enum { FLATTEN_AXIS };
 
 Status flatten_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   const Shape& x = in[0].shape;
-  const int64_t a = ins.i(FLATTEN_AXIS);
+  const int64_t a = ins.i(NNASM_IMM(FLATTEN, axis));
   if (a < -x.rank || a > x.rank)
     return Status::errorf("FLATTEN: axis {} is out of range for {} (allowed {}..{})", a, operand_str(ins, 0, in[0]),
                           -x.rank, x.rank);

@@ -15,10 +15,9 @@
 namespace nnasm {
 namespace {
 
-enum { PERM };
 
 Status transpose_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  const std::vector<int64_t>& perm = ins.ints(PERM);
+  const std::vector<int64_t>& perm = ins.ints(NNASM_IMM(TRANSPOSE, perm));
   const Shape& x = in[0].shape;
   if (static_cast<int>(perm.size()) != x.rank)
     return Status::errorf("TRANSPOSE: perm [{}] has {} entries but {} has rank {}", fmt::join(perm, ","),
@@ -40,7 +39,7 @@ Status transpose_shape(const Instruction& ins, const std::vector<TensorType>& in
 
 void transpose_ref(const KernelArgs* k) {
   const Shape &x = k->in_type[0].shape, &y = k->out_type[0].shape;
-  const std::vector<int64_t>& perm = k->ins->ints(PERM);
+  const std::vector<int64_t>& perm = k->ins->ints(NNASM_IMM(TRANSPOSE, perm));
   const int r = y.rank;
   std::array<int64_t, MAX_RANK> step{}, idx{};
   for (int d = 0; d < r; ++d) step[d] = x.stride(normalize_axis(perm[d], r));
@@ -61,7 +60,7 @@ void transpose_ref(const KernelArgs* k) {
 
 Status transpose_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy,
                       const std::vector<bool>&, std::vector<TensorId>* dx) {
-  const std::vector<int64_t>& perm = ins.ints(PERM);
+  const std::vector<int64_t>& perm = ins.ints(NNASM_IMM(TRANSPOSE, perm));
   const int r = static_cast<int>(perm.size());
   std::vector<int64_t> inverse(perm.size());
   for (int d = 0; d < r; ++d) inverse[normalize_axis(perm[d], r)] = d;

@@ -23,12 +23,11 @@
 namespace nnasm {
 namespace {
 
-enum { SCALE };
 
 Status upsample_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
   const Shape& x = in[0].shape;
   if (x.rank != 4) return Status::errorf("UPSAMPLE_NEAREST: input {} must be NCHW (rank 4)", operand_str(ins, 0, in[0]));
-  const std::vector<int64_t>& s = ins.ints(SCALE);
+  const std::vector<int64_t>& s = ins.ints(NNASM_IMM(UPSAMPLE_NEAREST, scale));
   if (s.size() != 2) return Status::errorf("UPSAMPLE_NEAREST: scale must have 2 entries [h, w], got [{}]", fmt::join(s, ","));
   if (s[0] < 1 || s[1] < 1 || s[0] > MAX_TENSOR_ELEMENTS || s[1] > MAX_TENSOR_ELEMENTS)
     return Status::errorf("UPSAMPLE_NEAREST: scale [{}] must be whole numbers from 1 to {}", fmt::join(s, ","),
@@ -43,7 +42,7 @@ Status upsample_shape(const Instruction& ins, const std::vector<TensorType>& in,
 
 void upsample_ref(const KernelArgs* k) {
   const Shape& xs = k->in_type[0].shape;
-  const int64_t sh = k->ins->ints(SCALE)[0], sw = k->ins->ints(SCALE)[1];
+  const int64_t sh = k->ins->ints(NNASM_IMM(UPSAMPLE_NEAREST, scale))[0], sw = k->ins->ints(NNASM_IMM(UPSAMPLE_NEAREST, scale))[1];
   const int64_t rows = xs[0] * xs[1] * xs[2], w = xs[3], yw = w * sw;
   const uint32_t* x = static_cast<const uint32_t*>(k->in[0]);
   uint32_t* y = static_cast<uint32_t*>(k->out[0]);
@@ -59,7 +58,7 @@ void upsample_ref(const KernelArgs* k) {
 Status upsample_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
                      std::vector<TensorId>* dx) {
   const Shape& xs = b.type(ins.in[0]).shape;
-  const int64_t sh = ins.ints(SCALE)[0], sw = ins.ints(SCALE)[1];
+  const int64_t sh = ins.ints(NNASM_IMM(UPSAMPLE_NEAREST, scale))[0], sw = ins.ints(NNASM_IMM(UPSAMPLE_NEAREST, scale))[1];
   // dy as [N, C, H, sh, W, sw] without the factors that are 1, whose sums would be copies.
   Shape blocks{xs[0], xs[1], xs[2]};
   int h_axis = -1, w_axis = -1;
