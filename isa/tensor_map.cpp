@@ -32,9 +32,6 @@ TensorDesc* DescriptorMap::find_desc(TensorId id) {
   return it == descs_.end() ? nullptr : &it->second;
 }
 
-const TensorDesc* DescriptorMap::find_desc(TensorId id) const {
-  auto it = descs_.find(id);
-  return it == descs_.end() ? nullptr : &it->second;
-}
+const TensorDesc* DescriptorMap::find_desc(TensorId id) const { return const_cast<DescriptorMap*>(this)->find_desc(id); }
 
 }  // namespace nnasm

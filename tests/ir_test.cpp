@@ -1,8 +1,6 @@
 // The IR without a runtime: programs over a DescriptorMap (descriptors alone, no storage, threads,
 // kernels or allocator) are built, verified, printed and parsed exactly as over a Context, and
 // refused, with a message, where running them would need values.
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -10,16 +8,10 @@
 #include "ops/op.h"
 #include "serialize/listing.h"
 #include "shell/shell.h"
+#include "tests/read_text.h"
 
 namespace nnasm {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 TEST(Ir, GoldenListingsRoundTripOverDescriptorsAlone) {
   for (const char* name : {"tests/golden/mlp.nnasm", "tests/golden/immediates.nnasm", "tests/golden/integers.nnasm"}) {

@@ -12,16 +12,10 @@
 #include "serialize/listing.h"
 #include "serialize/listing_lexer.h"
 #include "tests/test_programs.h"
+#include "tests/read_text.h"
 
 namespace nnasm {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Parses `text` into a fresh program of `ctx` and prints it; empty and a failure if it does not parse.
 std::string reprint(const std::string& text, const std::string& file = "t.nnasm") {

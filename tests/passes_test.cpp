@@ -14,16 +14,10 @@
 #include "engine/executor.h"
 #include "engine/passes/pass.h"
 #include "serialize/listing.h"
+#include "tests/read_text.h"
 
 namespace nnasm {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // Every f32 input and output value after one run of `p` (forward, then backward when present),
 // by name, with the inputs filled deterministically. The program runs as it is (opt level 0).
