@@ -73,6 +73,9 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   for (int k = 0; k < SECTION_COUNT; ++k) ex->sections_[k] = p.section_range(static_cast<Section>(k));
   ex->join_parallel_steps();
   ex->state_.training = p.training();
+  // finish() refused a training program whose statistics are read-only; an inference one may
+  // still be switched to training later, which asks this.
+  ex->state_writable_ = p.check_state_writable();
   ex->state_.seed = ctx.seed();
   ex->state_.flush_denormals = ctx.flush_denormals();
 
@@ -126,6 +129,12 @@ Status Executor::plan_arena() {
 }
 
 Executor::~Executor() = default;
+
+Status Executor::set_training(bool t) {
+  if (t && !state_writable_) return state_writable_;
+  state_.training = t;
+  return Status::ok();
+}
 
 void* Executor::storage(TensorId id) const {
   if (const PlannedTensor* s = plan_.find(id)) return planned_[static_cast<size_t>(s - plan_.tensors.data())].arena_slot;
@@ -458,6 +467,7 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   in->max_parts_ = max_parts_;
   std::copy(std::begin(sections_), std::end(sections_), std::begin(in->sections_));
   in->state_ = state_;
+  in->state_writable_ = state_writable_;
   in->plan_ = plan_;
   in->planned_ = std::vector<Tensor>(planned_.size());
   for (size_t k = 0; k < planned_.size(); ++k) {

@@ -63,8 +63,11 @@ class Executor {
   // The most parts any instruction runs as (1 when none is split).
   int max_parts() const { return max_parts_; }
 
-  // The mode kernels see (dropout, batch norm); starts as the program's mode.
-  void set_training(bool t) { state_.training = t; }
+  // The mode kernels see (dropout, batch norm); starts as the program's mode. Training makes
+  // BATCHNORM2D write its running statistics in place, so it is refused, the mode unchanged,
+  // when the program's cannot be written (a const, or a tensor that is also another operand:
+  // Program::check_state_writable, whose message names the fix).
+  Status set_training(bool t);
   bool training() const { return state_.training; }
   // Random draws (DROPOUT's masks) follow the context's seed, the instruction's key and the
   // forward run's index, which counts forward runs from 0; backward and update see the index of
@@ -169,6 +172,8 @@ class Executor {
   Context* ctx_;
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
   RunState state_;
+  // Program::check_state_writable of program(), checked at prepare: set_training(true) needs it.
+  Status state_writable_;
   uint64_t forward_runs_ = 0;  // the index the next forward run gets
   std::vector<Step> steps_;
   std::pair<size_t, size_t> sections_[SECTION_COUNT];  // [begin, end) of each section in steps_

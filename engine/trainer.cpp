@@ -105,7 +105,7 @@ Result<std::vector<EpochLog>> train(Executor& ex, const LabeledData& data, const
   for (int e = 0; e < opt.epochs; ++e) {
     for (int64_t i = data.n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i + 1))]);
     if (progress) progress->begin_epoch(e, opt.epochs, batches);
-    ex.set_training(true);
+    NNASM_TRY(ex.set_training(true));
     const double t0 = now();
     double loss_sum = 0;
     int64_t ok = 0;

@@ -116,21 +116,6 @@ Status Program::append(Instruction ins) {
                             t->sigil(), t->name);
     in_types.push_back(t->type);
   }
-  if (info.flags & OPF_UPDATES_STATE) {
-    const uint32_t mask = map_->ops().state_inputs(ins.op);
-    for (int k = 0; k < n_in; ++k) {
-      if (!(mask >> k & 1)) continue;
-      const TensorDesc& d = desc(ins.in[k]);
-      if (!d.declared_up_front() || d.role == Role::CONST)
-        return Status::errorf("{} updates input {} ({}{}) in place when training: it must be a state, param or input "
-                              "tensor, not a {}",
-                              info.mnemonic, k + 1, d.sigil(), d.name, d.role == Role::CONST ? "constant" : "computed value");
-      for (int j = 0; j < n_in; ++j)
-        if (j != k && ins.in[j] == ins.in[k])
-          return Status::errorf("{} updates input {} ({}{}) in place when training: it cannot also be input {}",
-                                info.mnemonic, k + 1, d.sigil(), d.name, j + 1);
-    }
-  }
   for (int k = 0; k < n_out; ++k) {
     const TensorDesc* t = map_->find_desc(ins.out[k]);
     if (!t || !by_name_.count(t->name) || by_name_.at(t->name) != ins.out[k])
@@ -278,6 +263,38 @@ Status Program::finish() const {
     if (!defined_.count(id))
       return Status::errorf("{}{} is {} but no instruction defines it", d.sigil(), d.name,
                             d.is_output ? "an output" : "declared");
+  }
+  if (training_ || has_section(Section::UPDATE)) return check_state_writable();
+  return Status::ok();
+}
+
+Status Program::check_state_writable() const {
+  // Who updates each tensor in place, to refuse two instructions sharing one statistic (an
+  // importer's merged initializers can make two fresh BatchNorms share their zeros).
+  std::unordered_map<TensorId, size_t> updater;
+  for (size_t i = 0; i < code_.size(); ++i) {
+    const Instruction& ins = code_[i];
+    const OpInfo& info = ins.info();
+    if (!(info.flags & OPF_UPDATES_STATE)) continue;
+    const uint32_t mask = map_->ops().state_inputs(ins.op);
+    const int n_in = static_cast<int>(ins.in.size());
+    for (int k = 0; k < n_in; ++k) {
+      if (!(mask >> k & 1)) continue;
+      const TensorDesc& d = desc(ins.in[k]);
+      const std::string head = fmt::format("instruction {}: {} updates input {} ({}{}) in place when training", i + 1,
+                                           info.mnemonic, k + 1, d.sigil(), d.name);
+      if (d.role == Role::CONST)
+        return Status::errorf("{}: declare {}{} as state to train; consts are read-only", head, d.sigil(), d.name);
+      if (!d.declared_up_front())
+        return Status::errorf("{}: it must be a state tensor declared up front to train, not a computed value", head);
+      for (int j = 0; j < n_in; ++j)
+        if (j != k && ins.in[j] == ins.in[k])
+          return Status::errorf("{}, but it is also input {}: give it a state tensor of its own to train", head, j + 1);
+      auto [it, fresh] = updater.emplace(ins.in[k], i);
+      if (!fresh)
+        return Status::errorf("{}, as instruction {} does: give each its own state tensor to train", head,
+                              it->second + 1);
+    }
   }
   return Status::ok();
 }

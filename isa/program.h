@@ -92,8 +92,15 @@ class Program {
 
   // A name not used yet: prefix followed by the smallest free number ("t0", "t1", ...).
   std::string fresh_name(const std::string& prefix);
-  // Checks that every output and every declared tensor is defined; call when done recording.
+  // Checks that every output and every declared tensor is defined; call when done recording. A
+  // program that trains (training() or an update section) must also pass check_state_writable.
   Status finish() const;
+  // Checks that every input an OPF_UPDATES_STATE op updates in place when training (BATCHNORM2D's
+  // running statistics) may be written: a tensor declared up front, not a constant, not another
+  // operand of that instruction, and updated by no other instruction. Inference reads them only,
+  // so any tensor will do there (an importer's merged initializers, a listing's consts); this
+  // is what training, and Executor::set_training(true), require. The message names the fix.
+  Status check_state_writable() const;
 
  private:
   TensorMap* map_;

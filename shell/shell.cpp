@@ -178,20 +178,24 @@ Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {
 }
 
 // The stride recorded is the kernel when none is given, so the listing says what runs.
-Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> pad) {
+Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> pad, bool ceil_mode) {
   if (stride.empty()) stride = kernel;
   return rec(x, Opcode::MAXPOOL2D, {x.v},
-             {{"kernel", imm_ints(std::move(kernel))}, {"stride", imm_ints(std::move(stride))}, {"pad", imm_ints(std::move(pad))}});
+             {{"kernel", imm_ints(std::move(kernel))},
+              {"stride", imm_ints(std::move(stride))},
+              {"pad", imm_ints(std::move(pad))},
+              {"ceil_mode", imm_i(ceil_mode)}});
 }
 
 Var avg_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> pad,
-               bool count_include_pad) {
+               bool count_include_pad, bool ceil_mode) {
   if (stride.empty()) stride = kernel;
   return rec(x, Opcode::AVGPOOL2D, {x.v},
              {{"kernel", imm_ints(std::move(kernel))},
               {"stride", imm_ints(std::move(stride))},
               {"pad", imm_ints(std::move(pad))},
-              {"count_include_pad", imm_i(count_include_pad)}});
+              {"count_include_pad", imm_i(count_include_pad)},
+              {"ceil_mode", imm_i(ceil_mode)}});
 }
 
 Var add(At a, Var b, float alpha, float beta) {

@@ -130,12 +130,13 @@ Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
 // Pooling (NCHW): the mean of each channel, [N, C, H, W] -> [N, C, 1, 1].
 Var global_avg_pool(At x);
 
-// Pooling (NCHW), as PyTorch's max_pool2d / avg_pool2d with ceil_mode=False: kernel, stride and
-// pad are {h, w}; an empty stride is the kernel. Max pads with −inf; count_include_pad says
-// whether padding counts in the average's divisor.
-Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0});
+// Pooling (NCHW), as PyTorch's max_pool2d / avg_pool2d: kernel, stride and pad are {h, w}; an
+// empty stride is the kernel. Max pads with −inf; count_include_pad says whether padding counts
+// in the average's divisor; ceil_mode rounds the output size up (a partial last window).
+Var max_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0},
+               bool ceil_mode = false);
 Var avg_pool2d(At x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {}, std::vector<int64_t> pad = {0, 0},
-               bool count_include_pad = true);
+               bool count_include_pad = true, bool ceil_mode = false);
 
 // Normalization and regularization; both follow the run's mode (Executor::set_training).
 // Batch normalization over axis 1 of x (rank ≥ 2, NCHW for images): creates γ, β as params and

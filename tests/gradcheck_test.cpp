@@ -242,16 +242,20 @@ Cases conv_bwd_data_cases() {
                         {1, 2}, {2, 0}, {2, 1}, 2)};
 }
 
-// Pooling on x [2,3,5,6]: overlapping and padded windows, and the default stride. Max pooling's
-// inputs are distinct (0.2 apart), so no nudge changes a window's argmax.
+// Pooling on x [2,3,5,6]: overlapping and padded windows, the default stride, and ceil_mode's
+// partial last windows (one past the image, one past the right padding). Max pooling's inputs
+// are distinct (0.2 apart), so no nudge changes a window's argmax.
 Cases pool_cases(bool max) {
   struct Geometry {
     const char* what;
     std::vector<int64_t> kernel, stride, pad;
+    bool ceil = false;
   };
   const Geometry geoms[] = {{"2x2, stride = kernel", {2, 2}, {}, {0, 0}},
                             {"3x3 stride 2 pad 1", {3, 3}, {2, 2}, {1, 1}},
-                            {"3x2 stride 1 (overlapping)", {3, 2}, {1, 1}, {1, 0}}};
+                            {"3x2 stride 1 (overlapping)", {3, 2}, {1, 1}, {1, 0}},
+                            {"2x2 ceil_mode (a partial last row)", {2, 2}, {}, {0, 0}, true},
+                            {"3x3 stride 2 pad 1 ceil_mode (a window past the padding)", {3, 3}, {2, 2}, {1, 1}, true}};
   Cases v;
   for (const Geometry& geo : geoms)
     for (bool include_pad : {true, false}) {
@@ -259,8 +263,8 @@ Cases pool_cases(bool max) {
       v.push_back({fmt::format("{}{}", geo.what, include_pad ? "" : " count_include_pad=0"),
                    [=](Graph& g) {
                      Var x = g.input("x", {2, 3, 5, 6});
-                     Var y = max ? max_pool2d(x, geo.kernel, geo.stride, geo.pad)
-                                 : avg_pool2d(x, geo.kernel, geo.stride, geo.pad, include_pad);
+                     Var y = max ? max_pool2d(x, geo.kernel, geo.stride, geo.pad, geo.ceil)
+                                 : avg_pool2d(x, geo.kernel, geo.stride, geo.pad, include_pad, geo.ceil);
                      return Built{y, {x}};
                    },
                    max ? distinct("x") : Fill{}});

@@ -223,5 +223,94 @@ forward:
   EXPECT_EQ(count_op(p, Opcode::BATCHNORM2D), 3) << program_print(p);
 }
 
+// Inference reads the running statistics only, so a hand-written listing may give them as
+// consts; training would write them, so it is refused with the fix, and nothing is written.
+constexpr const char* CONST_STATS_LISTING = R"(
+input  %x : f32[2,3,2,3]
+const  @g : f32[3] = [1, 2, -0.5]
+const  @b : f32[3] = [0.25, 0, 1]
+const  @m : f32[3] = [0.5, -1, 2]
+const  @v : f32[3] = [1, 4, 0.25]
+output %y
+
+forward:
+  BATCHNORM2D  %x, @g, @b, @m, @v -> %y  eps=0.001 momentum=0.1
+)";
+
+TEST(BatchNorm, ConstStatisticsRunInInference) {
+  Context ctx;
+  Program p(ctx);
+  ASSERT_TRUE(program_parse(CONST_STATS_LISTING, "const_stats.nnasm", &p));
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  fill(**ex, "x", [](int64_t i) { return static_cast<float>(i % 11) * 0.375f - 1.5f; });
+  const float g[3] = {1, 2, -0.5f}, b[3] = {0.25f, 0, 1}, m[3] = {0.5f, -1, 2}, v[3] = {1, 4, 0.25f};
+  auto check = [&] {
+    (*ex)->run();
+    const std::vector<float> y = values(**ex, "y");
+    ASSERT_EQ(y.size(), 36u);
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 3; ++c)
+        for (int k = 0; k < 6; ++k) {
+          const int i = (n * 3 + c) * 6 + k;
+          const double x = static_cast<float>(i % 11) * 0.375f - 1.5f;
+          const double want = g[c] * (x - m[c]) / std::sqrt(static_cast<double>(v[c]) + 0.001) + b[c];
+          EXPECT_NEAR(y[static_cast<size_t>(i)], want, 1e-5) << i;
+        }
+  };
+  check();
+  const Status s = (*ex)->set_training(true);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("declare @m as state to train; consts are read-only"), std::string::npos) << s.message();
+  EXPECT_FALSE((*ex)->training());
+  check();  // still inference, and the consts are as they were
+  EXPECT_EQ(values(**ex, "m"), std::vector<float>(m, m + 3));
+  EXPECT_EQ(values(**ex, "v"), std::vector<float>(v, v + 3));
+}
+
+TEST(BatchNorm, TrainingWithConstStatisticsNamesTheFix) {
+  Context ctx;
+  Program p(ctx);
+  const std::string text = std::string("mode training\n") + CONST_STATS_LISTING;
+  Status s = program_parse(text, "const_stats.nnasm", &p);
+  if (s) {
+    const Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+    ASSERT_FALSE(ex);
+    s = ex.status();
+  }
+  EXPECT_NE(s.message().find("BATCHNORM2D updates input 4 (@m) in place when training: declare @m as state to train; "
+                             "consts are read-only"),
+            std::string::npos)
+      << s.message();
+}
+
+// PyTorch's exporter merges equal initializers: a fresh layer's zero bias and zero running mean
+// become one tensor. Inference runs it; training asks for statistics of their own.
+TEST(BatchNorm, StatisticSharedWithBetaRunsInInference) {
+  const char* text = R"(
+input  %x : f32[4,2]
+param  @g : f32[2] init=ones
+param  @z : f32[2] init=zeros
+state  @v : f32[2] init=ones
+output %y
+
+forward:
+  BATCHNORM2D  %x, @g, @z, @z, @v -> %y  eps=0 momentum=0.1
+)";
+  Context ctx;
+  Program p(ctx);
+  ASSERT_TRUE(program_parse(text, "shared.nnasm", &p));
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  fill(**ex, "x", [](int64_t i) { return static_cast<float>(i) - 3.f; });
+  (*ex)->run();
+  const std::vector<float> y = values(**ex, "y");
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], static_cast<float>(i) - 3.f) << i;
+  const Status s = (*ex)->set_training(true);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("(@z) in place when training, but it is also input 3"), std::string::npos) << s.message();
+  EXPECT_EQ(values(**ex, "z"), std::vector<float>(2, 0.f));
+}
+
 }  // namespace
 }  // namespace nnasm

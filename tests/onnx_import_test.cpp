@@ -165,8 +165,9 @@ TEST(OnnxImport, ConvBatchNormMaxPoolMatchesLoops) {
   expect_near(run(r->p, {{"x", x}}, "y"), want, 1e-4f);
 }
 
-// Statistics that are constants, not tensors BATCHNORM2D may update: the formula as one CALC.
-TEST(OnnxImport, BatchNormWithConstantStatisticsIsItsFormula) {
+// Statistics that are constants: inference reads them as any statistics; training, which would
+// write them, is refused by name.
+TEST(OnnxImport, BatchNormWithConstantStatisticsRunsInInference) {
   const F x = ramp(8, 0.5f, -1), gamma = {2, 0.5f}, beta = {0.1f, -0.2f}, mean = {0.3f, -0.4f}, var = {0.5f, 2};
   OnnxModelBuilder m(13);
   m.input("x", {1, 2, 2, 2}).output("y").initializer("gamma", {2}, gamma).initializer("beta", {2}, beta);
@@ -175,12 +176,38 @@ TEST(OnnxImport, BatchNormWithConstantStatisticsIsItsFormula) {
   m.node("BatchNormalization", {"x", "gamma", "beta", "mean", "var"}, {"y"});
   auto r = import(m.bytes());
   ASSERT_TRUE(r->status.is_ok()) << r->status.message();
-  EXPECT_EQ(r->p.code().back().info().mnemonic, std::string("CALC"));
+  EXPECT_EQ(r->p.code().back().info().mnemonic, std::string("BATCHNORM2D"));
   F want(8);
   for (int c = 0; c < 2; ++c)
     for (int k = 0; k < 4; ++k)
       want[c * 4 + k] = gamma[c] * (x[c * 4 + k] - mean[c]) / std::sqrt(var[c] + 1e-5f) + beta[c];
   expect_near(run(r->p, {{"x", x}}, "y"), want);
+  const Status s = r->p.check_state_writable();
+  EXPECT_NE(s.message().find("consts are read-only"), std::string::npos) << s.message();
+}
+
+// PyTorch's exporter merges equal initializers: a fresh BatchNorm2d's zero bias and zero running
+// mean arrive as one initializer, both β and the running mean. It imports and runs; training
+// asks for statistics of their own (and never writes the shared tensor).
+TEST(OnnxImport, BatchNormSharingAnInitializerRunsInInference) {
+  const F x = ramp(12, 0.5f, -1), gamma = {2, 0.5f, 1}, zeros = {0, 0, 0}, var = {0.5f, 2, 1};
+  OnnxModelBuilder m(17);
+  m.input("x", {2, 3, 2}).output("y").initializer("gamma", {3}, gamma).initializer("zeros", {3}, zeros);
+  m.initializer("var", {3}, var);
+  m.node("BatchNormalization", {"x", "gamma", "zeros", "zeros", "var"}, {"y"});
+  auto r = import(m.bytes());
+  ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+  EXPECT_EQ(mnemonics(r->p), std::vector<std::string>{"BATCHNORM2D"});
+  F want(12);
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int k = 0; k < 2; ++k) {
+        const int i = (n * 3 + c) * 2 + k;
+        want[i] = gamma[c] * x[i] / std::sqrt(var[c] + 1e-5f);
+      }
+  expect_near(run(r->p, {{"x", x}}, "y"), want);
+  const Status s = r->p.check_state_writable();
+  EXPECT_NE(s.message().find("(@zeros) in place when training, but it is also input 3"), std::string::npos) << s.message();
 }
 
 // x.view(x.size(0), -1) as torch.onnx.export writes it (tests/onnx/model_builder.h): everything

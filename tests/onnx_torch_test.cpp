@@ -51,7 +51,39 @@ TEST_P(OnnxTorchExport, ImportsAndComputesWhatPyTorchDid) {
     EXPECT_NEAR(y.f32()[i], want.f32[i], 1e-5 + 1e-4 * std::fabs(want.f32[i])) << "element " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport, ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up"));
+INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport,
+                         ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up", "ceil_pool"));
+
+// ceil_pool (tests/onnx/torch_exports.py): its pools keep ceil_mode's partial windows as the
+// instructions' own ceil_mode, and its fresh batch norm, whose zero running mean is its zero β
+// (the exporter merged the equal initializers), is a BATCHNORM2D reading one tensor twice, which
+// inference runs (the test above) and training refuses by name.
+TEST(OnnxTorchExport, CeilModePoolsAndASharedInitializerImport) {
+  const std::string path = "tests/golden/onnx/ceil_pool";
+  std::string bytes;
+  Status s = read_file_limited(path + ".onnx", 1 << 20, &bytes);
+  ASSERT_TRUE(s.is_ok()) << s.message() << " (run from the repository root)";
+  Context ctx;
+  Program p(ctx);
+  ImportReport report;
+  s = onnx_import(bytes, path + ".onnx", {}, &p, &report);
+  ASSERT_TRUE(s.is_ok()) << s.message() << "\n" << (report.problems.empty() ? "" : report.problems[0]);
+  int ceil_pools = 0, batchnorms = 0;
+  for (const Instruction& ins : p.code()) {
+    if (ins.op == Opcode::MAXPOOL2D) ceil_pools += ins.i(NNASM_IMM(MAXPOOL2D, ceil_mode)) != 0;
+    if (ins.op == Opcode::AVGPOOL2D) ceil_pools += ins.i(NNASM_IMM(AVGPOOL2D, ceil_mode)) != 0;
+    if (ins.op != Opcode::BATCHNORM2D) continue;
+    ++batchnorms;
+    EXPECT_EQ(ins.in[2], ins.in[3]) << "β and the running mean: one initializer";
+  }
+  EXPECT_EQ(ceil_pools, 5);
+  EXPECT_EQ(batchnorms, 1);
+  p.set_training(true);
+  s = p.finish();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("but it is also input"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("give it a state tensor of its own to train"), std::string::npos) << s.message();
+}
 
 // res_up ends in a ConvTranspose (CONV2D_BWD_DATA): its weight and, through its data input, the
 // convolutions before it get gradients that match finite differences, and SGD lowers a loss.

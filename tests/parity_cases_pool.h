@@ -1,8 +1,10 @@
 // Parity cases and shape errors of the pooling ops (MAXPOOL2D, AVGPOOL2D and their _BWD ops),
 // included by tests/ops_parity_test.cpp inside its namespace, after ParityRun and its helpers.
 // The naive reference lists each output's window as the indices of the image elements it covers,
-// in row-major window order, from the PyTorch definition (ceil_mode=False); every op is then a
-// fold over those lists in double.
+// in row-major window order, from the PyTorch definition; every op is then a fold over those
+// lists in double. ceil_mode is written here as which windows exist (a window while the one
+// before it has not reached the end of the padded input, starting before the right padding),
+// not as the kernels' output-size formula.
 #pragma once
 
 namespace pool_parity {
@@ -10,6 +12,7 @@ namespace pool_parity {
 struct PoolCase {
   std::vector<int64_t> x;  // [N, C, H, W]
   std::vector<int64_t> kernel, stride, pad;  // stride {}: left to the default (the kernel)
+  bool ceil = false;                         // ceil_mode
 };
 
 const std::vector<PoolCase>& pool_cases() {
@@ -29,14 +32,34 @@ const std::vector<PoolCase>& pool_cases() {
       {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}},          // the JIT at stride 2 with an odd kernel
       {{2, 3, 6, 14}, {2, 2}, {}, {}},              // the 2×2 backward JIT: a vector and a tail of 6
       {{1, 2, 4, 6}, {2, 2}, {}, {}},               // and a row that is only a tail
+      // ceil_mode: partial last windows on odd sizes.
+      {{1, 1, 7, 7}, {2, 2}, {}, {}, true},          // a last row and column of one element
+      {{2, 3, 15, 16}, {3, 3}, {2, 2}, {1, 1}, true},  // exact rows, a partial last column
+      {{1, 2, 5, 9}, {2, 2}, {2, 2}, {1, 1}, true},  // the window that would start in the padding is dropped
+      {{2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1}, true},  // a last window reaching past the padding
+      {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}, true},     // the JIT's geometry, which it declines here
+      {{2, 3, 6, 14}, {2, 2}, {}, {}, true},         // even sizes: no partial window, the JIT runs
+      {{2, 1, 5, 7}, {2, 2}, {}, {}, true},          // the 2×2 backward's fast path declines
+      {{1, 3, 11, 5}, {4, 3}, {3, 1}, {2, 1}, true},
   };
   return cases;
 }
 
 int64_t pool_stride(const PoolCase& c, int d) { return c.stride.empty() ? c.kernel[d] : c.stride[d]; }
 int64_t pool_pad(const PoolCase& c, int d) { return c.pad.empty() ? 0 : c.pad[d]; }
+// Whether output o exists along axis d: its window lies in the padded input or, with ceil_mode,
+// the window before it stops short of the padded input's end and this one starts before the
+// right padding.
+bool pool_window_exists(const PoolCase& c, int d, int64_t o) {
+  const int64_t in = c.x[2 + d], k = c.kernel[d], s = pool_stride(c, d), p = pool_pad(c, d);
+  const int64_t start = o * s - p;
+  if (start + k <= in + p) return true;
+  return c.ceil && o > 0 && start - s + k < in + p && start < in;
+}
 int64_t pool_out(const PoolCase& c, int d) {
-  return (c.x[2 + d] + 2 * pool_pad(c, d) - c.kernel[d]) / pool_stride(c, d) + 1;
+  int64_t n = 0;
+  while (pool_window_exists(c, d, n)) ++n;
+  return n;
 }
 Shape pool_y_shape(const PoolCase& c) { return Shape{c.x[0], c.x[1], pool_out(c, 0), pool_out(c, 1)}; }
 
@@ -44,6 +67,7 @@ std::vector<ImmArg> pool_imms(const PoolCase& c) {
   std::vector<ImmArg> imms = {imm_ints("kernel", c.kernel)};
   if (!c.stride.empty()) imms.push_back(imm_ints("stride", c.stride));
   if (!c.pad.empty()) imms.push_back(imm_ints("pad", c.pad));
+  if (c.ceil) imms.push_back(imm_b("ceil_mode", true));
   return imms;
 }
 
@@ -67,8 +91,18 @@ std::vector<std::vector<int64_t>> pool_windows(const PoolCase& c) {
   return win;
 }
 
-double pool_divisor(const PoolCase& c, const std::vector<int64_t>& window, bool include_pad) {
-  return include_pad ? static_cast<double>(c.kernel[0] * c.kernel[1]) : static_cast<double>(window.size());
+// Counting padding, the divisor is the taps of output o's window that fall inside the padded
+// input (PyTorch's; fewer than kh·kw only for a ceil_mode window past the right padding).
+double pool_divisor(const PoolCase& c, int64_t o, const std::vector<int64_t>& window, bool include_pad) {
+  if (!include_pad) return static_cast<double>(window.size());
+  const int64_t wo = pool_out(c, 1), oy = o / wo % pool_out(c, 0), ox = o % wo;
+  int64_t taps = 0;
+  for (int64_t i = 0; i < c.kernel[0]; ++i)
+    for (int64_t j = 0; j < c.kernel[1]; ++j) {
+      const int64_t iy = oy * pool_stride(c, 0) - pool_pad(c, 0) + i, ix = ox * pool_stride(c, 1) - pool_pad(c, 1) + j;
+      taps += iy < c.x[2] + pool_pad(c, 0) && ix < c.x[3] + pool_pad(c, 1);
+    }
+  return static_cast<double>(taps);
 }
 
 // The element of `window` a max selects: the first NaN, else the first maximum.
@@ -116,10 +150,12 @@ void cases_avgpool2d(ParityRun& r) {
     for (bool include_pad : {true, false}) {
       const HostTensor x = random_f32(shape_of(c.x), r.rng());
       Expected e{HostTensor{TensorType{DType::F32, pool_y_shape(c)}, {}}, {}, sum_tol(c.kernel[0] * c.kernel[1] + 1)};
-      for (const std::vector<int64_t>& win : pool_windows(c)) {
+      const std::vector<std::vector<int64_t>> wins = pool_windows(c);
+      for (size_t o = 0; o < wins.size(); ++o) {
+        const std::vector<int64_t>& win = wins[o];
         double s = 0, m = 0;
         for (int64_t i : win) s += x.v[i], m += std::fabs(x.v[i]);
-        const double d = pool_divisor(c, win, include_pad);
+        const double d = pool_divisor(c, static_cast<int64_t>(o), win, include_pad);
         e.t.v.push_back(s / d);
         e.mag.push_back(m / d);
       }
@@ -166,7 +202,7 @@ void cases_avgpool2d_bwd(ParityRun& r) {
       std::vector<double> dx(x.v.size()), mag(x.v.size());
       const std::vector<std::vector<int64_t>> wins = pool_windows(c);
       for (size_t o = 0; o < wins.size(); ++o) {
-        const double d = dy.v[o] / pool_divisor(c, wins[o], include_pad);
+        const double d = dy.v[o] / pool_divisor(c, static_cast<int64_t>(o), wins[o], include_pad);
         for (int64_t i : wins[o]) dx[i] += d, mag[i] += std::fabs(d);
       }
       std::vector<ImmArg> imms = pool_imms(c);

@@ -25,18 +25,52 @@ TEST(Pool, ShellRecordsTheKernelAsTheDefaultStride) {
   g.output(avg_pool2d(x, {3, 2}, {1, 1}), "b");
   ASSERT_TRUE(g.status()) << g.status().message();
   const std::string text = program_print(p);
-  EXPECT_NE(text.find("MAXPOOL2D    %x -> %m  kernel=[2,2] stride=[2,2] pad=[0,0]  ; f32[2,3,3,3]"), std::string::npos)
-      << text;
-  EXPECT_NE(text.find("AVGPOOL2D    %x -> %a  kernel=[3,3] stride=[2,2] pad=[1,1] count_include_pad=0  ; f32[2,3,4,4]"),
+  EXPECT_NE(text.find("MAXPOOL2D    %x -> %m  kernel=[2,2] stride=[2,2] pad=[0,0] ceil_mode=0  ; f32[2,3,3,3]"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("kernel=[3,2] stride=[1,1] pad=[0,0] count_include_pad=1  ; f32[2,3,5,6]"), std::string::npos)
+  EXPECT_NE(text.find("AVGPOOL2D    %x -> %a  kernel=[3,3] stride=[2,2] pad=[1,1] count_include_pad=0 ceil_mode=0  ; "
+                      "f32[2,3,4,4]"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kernel=[3,2] stride=[1,1] pad=[0,0] count_include_pad=1 ceil_mode=0  ; f32[2,3,5,6]"),
+            std::string::npos)
       << text;
   // The listing parses back to itself.
   Context ctx2;
   Program q(ctx2);
   ASSERT_TRUE(program_parse(text, "pool.nnasm", &q));
   EXPECT_EQ(program_print(q), text);
+}
+
+// ceil_mode came last in each schema with default 0, so a listing written before it (and a model
+// file, which stores its listing) means what it meant: the floor of the output size.
+TEST(Pool, ListingsWithoutCeilModeKeepTheirMeaning) {
+  const char* old = R"(
+input  %x : f32[1,2,7,7]
+output %m
+output %a
+
+forward:
+  MAXPOOL2D  %x -> %m  kernel=[2,2] stride=[2,2] pad=[0,0]
+  AVGPOOL2D  %x -> %a  kernel=[3,3] stride=[2,2] pad=[1,1] count_include_pad=1
+)";
+  Context ctx;
+  Program p(ctx);
+  ASSERT_TRUE(program_parse(old, "old.nnasm", &p));
+  EXPECT_EQ(p.desc(p.find("m")).type.str(), "f32[1,2,3,3]");
+  EXPECT_EQ(p.desc(p.find("a")).type.str(), "f32[1,2,4,4]");
+  // The same with ceil_mode=1: PyTorch's sizes, the window that would start in the padding dropped.
+  Context ctx2;
+  Program q(ctx2);
+  Graph g(q);
+  Var x = g.input("x", {1, 2, 7, 7});
+  g.output(max_pool2d(x, {2, 2}, {}, {0, 0}, true), "m");
+  g.output(avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, true), "a");
+  g.output(max_pool2d(g.input("y", {1, 1, 5, 9}), {2, 2}, {2, 2}, {1, 1}, true), "d");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  EXPECT_EQ(q.desc(q.find("m")).type.str(), "f32[1,2,4,4]");
+  EXPECT_EQ(q.desc(q.find("a")).type.str(), "f32[1,2,4,4]");  // (7 + 2 − 3) / 2 is exact
+  EXPECT_EQ(q.desc(q.find("d")).type.str(), "f32[1,1,3,5]");
 }
 
 TEST(Pool, ShellErrorsNameTheCallerAndTheProblem) {

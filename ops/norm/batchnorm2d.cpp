@@ -19,10 +19,14 @@
 // Notes      In-place update of the running statistics: the listing form has one output
 //            (`BATCHNORM2D %x, @g, @b, @rm, @rv -> %y eps=1e-05 momentum=0.1`), so rμ and rσ²
 //            are inputs the op writes when training, not outputs. The opcode says so with
-//            OPF_UPDATES_STATE and its hooks' state_inputs (inputs 4 and 5): the verifier
-//            requires them to be tensors declared up front (state, param or input, never a
-//            constant or a temporary, so the memory planner never places them in the arena) and
-//            distinct from the other operands; the passes treat them as updated in place and
+//            OPF_UPDATES_STATE and its hooks' state_inputs (inputs 4 and 5). Inference only reads
+//            them, so any tensor will do (a const, an initializer an exporter shared with β).
+//            Training requires them to be writable (Program::check_state_writable: declared up
+//            front, state, param or input, never a constant or a temporary, distinct from the
+//            other operands and from any other instruction's statistics); a program that trains
+//            (mode training, an update section) fails finish(), and Executor::set_training(true)
+//            is refused, with a message naming the fix, so a read-only statistic is never
+//            written. The passes treat them as updated in place and
 //            never merge, fold or remove the instruction (OPF_MODE: its result depends on the
 //            mode, which Executor::set_training changes between runs).
 #include <fmt/format.h>

@@ -127,7 +127,7 @@ class Gen {
 }  // namespace
 
 bool maxpool_bwd_jit_applies(const PoolGeom& p) {
-  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 && p.h % 2 == 0 &&
+  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 && p.windows_fit() && p.h % 2 == 0 &&
          p.w % 2 == 0 && p.wo <= 512 && p.planes() * p.h * p.w * 4 < (int64_t(1) << 40);
 }
 

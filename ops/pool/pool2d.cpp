@@ -1,19 +1,24 @@
-// MAXPOOL2D and AVGPOOL2D: 2-D max and average pooling, NCHW (PyTorch's MaxPool2d and AvgPool2d
-// with ceil_mode=False).
+// MAXPOOL2D and AVGPOOL2D: 2-D max and average pooling, NCHW (PyTorch's MaxPool2d and AvgPool2d,
+// ceil_mode included).
 //
 // Computes   MAXPOOL2D  y[n, c, oy, ox] = max of x[n, c, iy, ix] over the window
 //                       iy ∈ [oy·sh − ph, oy·sh − ph + kh), ix ∈ [ox·sw − pw, ox·sw − pw + kw);
 //                       padding counts as −inf (it never wins: every window holds an element of
 //                       the image).
-//            AVGPOOL2D  y = Σ over the window's image elements / divisor; divisor kh·kw with
-//                       count_include_pad=1 (padding counts as zeros), else the number of image
-//                       elements in the window.
+//            AVGPOOL2D  y = Σ over the window's image elements / divisor; with
+//                       count_include_pad=1 the divisor is the window's part inside the padded
+//                       input (padding counts as zeros; kh·kw but for a ceil_mode window that
+//                       reaches past the right padding), else the number of image elements in
+//                       the window. Both as PyTorch.
 // Inputs     x: f32[N, C, H, W].
-// Outputs    y: f32[N, C, Ho, Wo], Ho = ⌊(H + 2ph − kh) / sh⌋ + 1, Wo likewise.
+// Outputs    y: f32[N, C, Ho, Wo], Ho = ⌊(H + 2ph − kh) / sh⌋ + 1, Wo likewise; with ceil_mode=1
+//            ⌈(H + 2ph − kh) / sh⌉ + 1, less one when that last window would start at or past H
+//            (in the right padding): PyTorch's and ONNX's rule.
 // Immediates kernel: [kh, kw], each ≥ 1, required. stride: [sh, sw], each ≥ 1; default [0,0]
 //            means the kernel (PyTorch's default). pad: [ph, pw], default [0,0], each at most
 //            half the kernel (as PyTorch). AVGPOOL2D: count_include_pad, default 1 (PyTorch's).
-//            A kernel larger than the padded input is an error.
+//            ceil_mode, default 0 (last in the schema, so listings written before it keep their
+//            meaning). A kernel larger than the padded input is an error.
 // Gradient   MAXPOOL2D: dx = MAXPOOL2D_BWD(dy, x), each dy to its window's first maximum (the
 //            argmax is recomputed from x rather than kept as a second output).
 //            AVGPOOL2D: dx = AVGPOOL2D_BWD(dy, x), each dy / divisor to every image element of
@@ -25,7 +30,9 @@
 //            shuffles, folded in the reference's order with its NaN rule, so bitwise equal to
 //            it: `f32_maxpool2d__avx2_2x2s2`; the planes split into parallel parts. Padded
 //            windows and other strides run the reference (slower there: its per-tap rows are
-//            short).
+//            short), and so does a ceil_mode partial last window: the kernel reads and divides
+//            by whole windows, and clipping the last one would cost a second code path for one
+//            row and one column.
 // Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch; AVGPOOL2D by IEEE
 //            arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
 //            allocate.
@@ -101,7 +108,7 @@ void avgpool_ref(const KernelArgs* a) {
       for (int64_t ox = 0; ox < g.wo; ++ox) {
         int64_t c0, c1;
         g.col_range(ox, &c0, &c1);
-        yr[ox] /= static_cast<float>(g.divisor(include_pad, r0, r1, c0, c1));
+        yr[ox] /= static_cast<float>(g.divisor(include_pad, oy, ox, r0, r1, c0, c1));
       }
     }
 }

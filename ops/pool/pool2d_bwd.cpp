@@ -15,8 +15,9 @@
 // Gradient   none (no second derivatives of pooling are needed for training): autodiff reports
 //            it by name.
 // Kernels    reference: one pass over the outputs, a window's worth of loads each; the common
-//            MAXPOOL2D_BWD case (2×2, stride 2, unpadded) a branch-free loop. JIT: that common
-//            case on even image sizes (ops/pool/maxpool_bwd_jit.cpp), bitwise the reference; the
+//            MAXPOOL2D_BWD case (2×2, stride 2, unpadded, no ceil_mode partial window) a
+//            branch-free loop. JIT: that common case on even image sizes (where ceil_mode changes
+//            nothing; ops/pool/maxpool_bwd_jit.cpp), bitwise the reference; the
 //            scatter of a general window, and AVGPOOL2D_BWD, have no vector form worth
 //            generating.
 // Notes      Does not allocate.
@@ -44,8 +45,9 @@ Status pool_bwd_shape(const Instruction& ins, const std::vector<TensorType>& in,
   return Status::ok();
 }
 
-// Zeroes dx, then calls add(base, r0, r1, c0, c1, d) for every output in order: base is the offset
-// of the output's plane in x and dx, [r0, r1) × [c0, c1) its window clipped to the image, d its dy.
+// Zeroes dx, then calls add(base, oy, ox, r0, r1, c0, c1, d) for every output (oy, ox) in order:
+// base is the offset of the output's plane in x and dx, [r0, r1) × [c0, c1) its window clipped
+// to the image, d its dy.
 template <class Add>
 void scatter_windows(const PoolGeom& g, const float* dy, float* dx, Add add) {
   const int64_t plane = g.h * g.w;
@@ -57,7 +59,7 @@ void scatter_windows(const PoolGeom& g, const float* dy, float* dx, Add add) {
       for (int64_t ox = 0; ox < g.wo; ++ox) {
         int64_t c0, c1;
         g.col_range(ox, &c0, &c1);
-        add(p * plane, r0, r1, c0, c1, dy[(p * g.ho + oy) * g.wo + ox]);
+        add(p * plane, oy, ox, r0, r1, c0, c1, dy[(p * g.ho + oy) * g.wo + ox]);
       }
     }
 }
@@ -92,13 +94,13 @@ void maxpool_bwd_ref(const KernelArgs* a) {
   const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[1].shape);
   const float* x = static_cast<const float*>(a->in[1]);
   float* dx = static_cast<float*>(a->out[0]);
-  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+  if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.windows_fit()) {
     if (g.h % 2 || g.w % 2) std::memset(dx, 0, static_cast<size_t>(g.planes() * g.h * g.w) * sizeof(float));
     maxpool_bwd_2x2(g, static_cast<const float*>(a->in[0]), x, dx);
     return;
   }
   scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
-                  [&](int64_t base, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
+                  [&](int64_t base, int64_t, int64_t, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
                     int64_t best = base + r0 * g.w + c0;
                     float m = x[best];
                     for (int64_t iy = r0; iy < r1; ++iy)
@@ -115,8 +117,8 @@ void avgpool_bwd_ref(const KernelArgs* a) {
   const bool include_pad = a->ins->i(POOL_COUNT_INCLUDE_PAD) != 0;
   float* dx = static_cast<float*>(a->out[0]);
   scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
-                  [&](int64_t base, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
-                    d /= static_cast<float>(g.divisor(include_pad, r0, r1, c0, c1));
+                  [&](int64_t base, int64_t oy, int64_t ox, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
+                    d /= static_cast<float>(g.divisor(include_pad, oy, ox, r0, r1, c0, c1));
                     for (int64_t iy = r0; iy < r1; ++iy)
                       for (int64_t ix = c0; ix < c1; ++ix) dx[base + iy * g.w + ix] += d;
                   });

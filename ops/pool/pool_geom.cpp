@@ -22,6 +22,16 @@ Status pair_of(const Instruction& ins, int k) {
   return Status::ok();
 }
 
+// Outputs along one axis of `in` elements, padded by `pad` at each end: PyTorch's
+// pooling_output_shape. Requires in + 2·pad ≥ k.
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil) {
+  const int64_t span = in + 2 * pad - k;
+  int64_t n = (ceil ? (span + s - 1) / s : span / s) + 1;
+  // A last window must start inside the image or its left padding, never in the right padding.
+  if (ceil && (n - 1) * s >= in + pad) --n;
+  return n;
+}
+
 }  // namespace
 
 PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
@@ -32,8 +42,10 @@ PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
   g.sh = s[0] ? s[0] : k[0];
   g.sw = s[1] ? s[1] : k[1];
   g.ph = p[0], g.pw = p[1];
-  g.ho = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
-  g.wo = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  const bool max = ins.op == Opcode::MAXPOOL2D || ins.op == Opcode::MAXPOOL2D_BWD;
+  const bool ceil = ins.i(max ? POOL_MAX_CEIL_MODE : POOL_AVG_CEIL_MODE) != 0;
+  g.ho = out_size(g.h, g.kh, g.sh, g.ph, ceil);
+  g.wo = out_size(g.w, g.kw, g.sw, g.pw, ceil);
   return g;
 }
 

@@ -1,9 +1,11 @@
 // The geometry the pooling instructions share (MAXPOOL2D, AVGPOOL2D and their _BWD ops): sizes
 // from x's type and the immediates kernel, stride, pad (the first three of each, then AVGPOOL's
-// count_include_pad), the shape checks with their messages, and the clipping of a window to the
-// image. Output (oy, ox) pools the window of rows [oy·sh − ph, oy·sh − ph + kh) and columns
-// [ox·sw − pw, ox·sw − pw + kw), the part outside the image being padding (PyTorch's pooling,
-// ceil_mode=False).
+// count_include_pad, then ceil_mode), the shape checks with their messages, and the clipping of a
+// window to the image. Output (oy, ox) pools the window of rows [oy·sh − ph, oy·sh − ph + kh) and
+// columns [ox·sw − pw, ox·sw − pw + kw), the part outside the image being padding (PyTorch's
+// pooling). ceil_mode=1 rounds the output size up, as PyTorch does: a last window may reach past
+// the right padding (that part counts for nothing), but it must start inside the image or the
+// left padding, so PyTorch drops a last window that would start in the right padding.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -17,7 +19,11 @@ namespace nnasm {
 #define NNASM_POOL_IMM(key) \
   NNASM_IMM_SHARED(key, Opcode::MAXPOOL2D, Opcode::AVGPOOL2D, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD)
 constexpr int POOL_KERNEL = NNASM_POOL_IMM(kernel), POOL_STRIDE = NNASM_POOL_IMM(stride), POOL_PAD = NNASM_POOL_IMM(pad),
-              POOL_COUNT_INCLUDE_PAD = NNASM_IMM_SHARED(count_include_pad, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD);
+              POOL_COUNT_INCLUDE_PAD = NNASM_IMM_SHARED(count_include_pad, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD),
+              // Last in each schema (added later, so old listings keep their meaning), so its
+              // position differs between the max and the average ops.
+              POOL_MAX_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::MAXPOOL2D, Opcode::MAXPOOL2D_BWD),
+              POOL_AVG_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD);
 #undef NNASM_POOL_IMM
 
 struct PoolGeom {
@@ -37,10 +43,17 @@ struct PoolGeom {
     *lo = std::max<int64_t>(a, 0);
     *hi = std::min(a + kw, w);
   }
-  // AVGPOOL's divisor for a window clipped to rows [r0, r1) and columns [c0, c1).
-  int64_t divisor(bool include_pad, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-    return include_pad ? kh * kw : (r1 - r0) * (c1 - c0);
+  // AVGPOOL's divisor for output (oy, ox), whose window clipped to the image is rows [r0, r1) and
+  // columns [c0, c1). Counting padding, it is the window's part inside the padded input, as
+  // PyTorch's: kh·kw except for a ceil_mode window that reaches past the right padding.
+  int64_t divisor(bool include_pad, int64_t oy, int64_t ox, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    if (!include_pad) return (r1 - r0) * (c1 - c0);
+    const int64_t a = oy * sh - ph, b = ox * sw - pw;
+    return (std::min(a + kh, h + ph) - a) * (std::min(b + kw, w + pw) - b);
   }
+  // Whether every window lies inside the padded input: always without ceil_mode; with it, unless
+  // a partial last window was added. The generated kernels need it (they read whole windows).
+  bool windows_fit() const { return (ho - 1) * sh + kh <= h + 2 * ph && (wo - 1) * sw + kw <= w + 2 * pw; }
   // Output columns [*lo, *hi) whose window tap j (0 ≤ j < kw) reads a column inside the image.
   void tap_cols(int64_t j, int64_t* lo, int64_t* hi) const {
     const int64_t off = j - pw;  // input column = ox·sw + off

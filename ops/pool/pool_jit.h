@@ -8,8 +8,8 @@
 
 namespace nnasm {
 
-// Whether the kernel covers geometry p (no padding, column stride 1 or 2, rows of at most 256
-// outputs, at most 16 taps).
+// Whether the kernel covers geometry p (no padding, no ceil_mode partial window, column stride 1
+// or 2, rows of at most 256 outputs, at most 16 taps).
 bool pool_jit_applies(const PoolGeom& p);
 // How many parts (disjoint ranges of planes) the kernel splits into on `threads` threads.
 int pool_jit_parts(const PoolGeom& p, int threads);

@@ -1,6 +1,6 @@
 // ONNX's normalizations: BatchNormalization onto BATCHNORM2D (inference; its running statistics
 // become state, updated when fine-tuning in training mode), or its formula in one CALC when the
-// statistics are not tensors declared up front; LayerNormalization, InstanceNormalization and
+// statistics are computed values; LayerNormalization, InstanceNormalization and
 // MeanVarianceNormalization as REDUCE_MEAN chains over their axes and a CALC for the rest.
 #include <algorithm>
 
@@ -28,15 +28,16 @@ Status map_batchnorm(NodeLowering& n) {
   for (int k = 0; k < 4; ++k) NNASM_TRY(n.tensor(k + 1, &p[k], k < 2 ? Role::PARAM : Role::STATE));
   // ONNX's momentum keeps that much of the running statistics; nnasm's (PyTorch's) takes that
   // much of the batch's, which only fine-tuning in training mode uses.
-  const auto up_front = [&](TensorId id) {
-    const TensorDesc& d = n.program().desc(id);
-    return d.declared_up_front() && d.role != Role::CONST;
-  };
+  // Statistics that are consts, or that share one initializer with another input (PyTorch's
+  // exporter merges equal initializers, such as a fresh layer's zero mean and zero bias), still
+  // make a BATCHNORM2D: inference only reads them, and training refuses them by name
+  // (Program::check_state_writable).
+  const auto up_front = [&](TensorId id) { return n.program().desc(id).declared_up_front(); };
   if (up_front(p[2]) && up_front(p[3])) {
     NNASM_TRY(n.emit(Opcode::BATCHNORM2D, {x, p[0], p[1], p[2], p[3]},
                      {{"eps", imm_f(eps)}, {"momentum", imm_f(1 - momentum)}}, &y));
   } else {
-    // Statistics that are computed or constant: the inference formula, per channel (axis 1).
+    // Statistics that are computed: the inference formula, per channel (axis 1).
     std::vector<int64_t> channel(n.dims(0).size() - 1, 1);
     channel[0] = n.dims(0)[1];
     for (TensorId& t : p) NNASM_TRY(n.reshape(t, channel, &t));

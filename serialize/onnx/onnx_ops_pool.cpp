@@ -1,7 +1,8 @@
 // ONNX's MaxPool and AveragePool onto MAXPOOL2D and AVGPOOL2D (1-D pools over images of height
 // 1; padding the instructions cannot express — unequal ends, or more than half the kernel — as a
-// PAD first where that gives the same result), and the global pools onto GLOBAL_AVGPOOL or
-// chains of REDUCE_MEAN / REDUCE_MAX.
+// PAD first where that gives the same result; ceil_mode onto the instructions' own, which follow
+// ONNX's rule for the partial last window), and the global pools onto GLOBAL_AVGPOOL or chains of
+// REDUCE_MEAN / REDUCE_MAX.
 #include <algorithm>
 #include <limits>
 
@@ -64,13 +65,19 @@ Status map_pool(NodeLowering& n) {
   for (size_t a = 0; a < s; ++a)
     if (dilation[a] != 1) return Status::error("dilations other than 1 are not supported");
   NNASM_TRY(spatial_pads(n, in, kernel, stride, dilation, &pads));
+  std::string auto_pad = "NOTSET";
+  NNASM_TRY(n.attr("auto_pad", &auto_pad));
+  // ceil_mode adds a last, partial window where the windows do not tile the input exactly.
+  bool partial = false;
   for (size_t a = 0; a < s; ++a) {
     const int64_t span = in[a] + pads[a] + pads[a + s] - kernel[a];
     if (span < 0) return Status::errorf("the kernel ({}) is larger than the padded input ({})", kernel[a], span + kernel[a]);
-    // ceil_mode adds a last, partial window where the windows do not tile the input exactly.
-    if (ceil_mode != 0 && span % stride[a] != 0)
-      return Status::error("ceil_mode=1 with a partial last window is not supported");
+    partial = partial || (ceil_mode != 0 && span % stride[a] != 0);
   }
+  // SAME padding fixes the output size by itself; the instructions' ceil_mode follows
+  // PyTorch's rule for equal pads at most half the kernel, which a PAD first would change.
+  if (partial && auto_pad != "NOTSET")
+    return Status::errorf("ceil_mode=1 with auto_pad {} and a partial last window is not supported", auto_pad);
   TensorId x, y;
   NNASM_TRY(n.tensor(0, &x));
   if (s == 1) {
@@ -81,6 +88,9 @@ Status map_pool(NodeLowering& n) {
   }
   std::vector<int64_t> pad = {pads[0], pads[1]};
   const bool fits = pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= kernel[0] && 2 * pads[1] <= kernel[1];
+  if (partial && !fits)
+    return Status::error("ceil_mode=1 with a partial last window and unequal pads, or pads over half the kernel, is "
+                         "not supported");
   // Where padding is unequal or over half the kernel, the input is padded first: with −inf for a
   // max pool (it never wins) and zeros for an average. An average that must not count padding is
   // then rescaled by kernel size / image elements per window (a constant of the output's H×W).
@@ -94,11 +104,13 @@ Status map_pool(NodeLowering& n) {
     count_include_pad = 1;
   }
   if (max)
-    NNASM_TRY(n.emit(Opcode::MAXPOOL2D, {x}, {{"kernel", imm_ints(kernel)}, {"stride", imm_ints(stride)}, {"pad", imm_ints(pad)}}, &y));
+    NNASM_TRY(n.emit(Opcode::MAXPOOL2D, {x},
+                     {{"kernel", imm_ints(kernel)}, {"stride", imm_ints(stride)}, {"pad", imm_ints(pad)}, {"ceil_mode", imm_i(partial)}},
+                     &y));
   else
     NNASM_TRY(n.emit(Opcode::AVGPOOL2D, {x},
                      {{"kernel", imm_ints(kernel)}, {"stride", imm_ints(stride)}, {"pad", imm_ints(pad)},
-                      {"count_include_pad", imm_i(count_include_pad != 0)}},
+                      {"count_include_pad", imm_i(count_include_pad != 0)}, {"ceil_mode", imm_i(partial)}},
                      &y));
   if (!rescale.empty()) {
     const Shape& o = n.tensor_type(y).shape;

@@ -98,7 +98,7 @@ Status cmd_bench(const BenchOptions& o) {
   Result<std::unique_ptr<Executor>> prepared = Executor::prepare(prog);
   if (!prepared) return Status::errorf("nnasm: error: {}: {}", o.file, prepared.status().message());
   Executor& ex = *prepared.value();
-  ex.set_training(o.train);
+  if (Status s = ex.set_training(o.train); !s) return Status::errorf("nnasm: error: {}: {}", o.file, s.message());
   for (TensorId id : prog.inputs()) fill_pattern(ctx.at(id));
   copy_inputs(ctx, data);
 

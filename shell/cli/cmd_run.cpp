@@ -54,7 +54,7 @@ Status cmd_run(const RunOptions& o) {
   if (o.opt_level >= 0) ctx.set_opt_level(o.opt_level);
   Result<std::unique_ptr<Executor>> ex = Executor::prepare(prog);
   if (!ex) return fail("{}: {}", o.file, ex.status().message());
-  (*ex)->set_training(o.train);
+  if (Status s = (*ex)->set_training(o.train); !s) return fail("{}: {}", o.file, s.message());
   copy_inputs(ctx, data);
   if (o.kernels) {
     const Executor& e = **ex;

@@ -9,7 +9,8 @@ The models: the issue's three — an MLP (opset 11, the old Softmax), LeNet-5 as
 samples/fashion_cnn.cpp builds it (a symbolic batch, the x.view(x.size(0), -1) subgraph, opset
 17) and a ResNet basic block exported with TrainingMode.PRESERVE so that its BatchNormalization
 nodes stay — and three that bring more of what exporters write: a small CNN, a transformer
-encoder layer and a residual block with a transposed convolution.
+encoder layer and a residual block with a transposed convolution. Last, ceil_pool: pooling with
+ceil_mode=True on odd sizes and a fresh batch norm whose equal initializers the exporter merges.
 """
 import numpy as np
 import torch
@@ -97,10 +98,31 @@ class ResUp(nn.Module):
         return torch.sigmoid(self.up(y)).mean(dim=(2, 3))
 
 
-def export(name, model, shape, dynamic_batch, opset, options):
+class CeilPool(nn.Module):
+    """Max and average pooling with ceil_mode=True on a 10x13 image: partial last windows, one
+    past the right padding (whose average divides by the part inside the padded input), one
+    PyTorch drops because it would start in the right padding; count_include_pad both ways. In
+    front, a fresh BatchNorm2d (kept as is: see export): its zero running mean and zero bias are
+    one initializer in the export, its unit weight and unit running variance another."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(3)
+        self.pools = nn.ModuleList([nn.MaxPool2d(3, stride=2, ceil_mode=True),
+                                    nn.MaxPool2d(2, stride=2, padding=1, ceil_mode=True),
+                                    nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True),
+                                    nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False),
+                                    nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)])
+
+    def forward(self, x):
+        x = self.bn(x)
+        return torch.cat([pool(x).flatten(1) for pool in self.pools], 1)
+
+
+def export(name, model, shape, dynamic_batch, opset, options, fresh_batch_norm=False):
     model.eval()
     for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):  # statistics other than the identity
+        if isinstance(m, nn.BatchNorm2d) and not fresh_batch_norm:  # statistics other than the identity
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 2)
             m.weight.data.uniform_(0.5, 1.5)
@@ -124,6 +146,7 @@ def main():
     for args in [("mlp", Mlp(), (3, 64), False, 11, {}), ("lenet5", LeNet5(), (2, 1, 28, 28), True, 17, {}),
                  ("resblock", ResBlock(), (2, 8, 10, 10), False, 13, {"training": torch.onnx.TrainingMode.PRESERVE})]:
         export(*args)
+    export("ceil_pool", CeilPool(), (2, 3, 10, 13), False, 17, {}, fresh_batch_norm=True)
 
 
 if __name__ == "__main__":
