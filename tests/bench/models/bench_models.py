@@ -110,7 +110,7 @@ def torch_blas():
     return ", ".join(os.path.relpath(lib, "/usr/lib/x86_64-linux-gnu") for lib in libs) or "none loaded"
 
 
-def first_line(text):
+def last_line(text):
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "no message"
 
@@ -146,13 +146,13 @@ def import_and_check(args, row):
     out = subprocess.run([args.nnasm, "-q", "import", row.stem + ".onnx", "-o", row.stem + ".nnm"],
                          capture_output=True, text=True)
     if out.returncode != 0:
-        row.note = "import failed: " + first_line(out.stderr or out.stdout)
+        row.note = "import failed: " + last_line(out.stderr or out.stdout)
         return
     got = row.stem + "_nnasm_y.npy"
     out = subprocess.run([args.nnasm, "-q", "run", row.stem + ".nnm", "--in", f"x={row.stem}_x.npy",
                           "--out", f"y={got}"], capture_output=True, text=True)
     if out.returncode != 0:
-        row.note = "run failed: " + first_line(out.stderr or out.stdout)
+        row.note = "run failed: " + last_line(out.stderr or out.stdout)
         return
     y, g = np.load(row.stem + "_y.npy"), np.load(got)
     if g.shape != y.shape:
@@ -231,7 +231,7 @@ def main():
                     try:
                         us = measure(args, row, engine, t, r == 0 and t == threads[0], ort_check)
                     except RuntimeError as e:  # one engine failing on one model leaves the others
-                        row.failed[engine] = first_line(str(e))
+                        row.failed[engine] = last_line(str(e))
                         continue
                     row.times.setdefault((engine, t), []).append(us)
             print(f"round {r + 1} of {args.rounds}, {t} thread{'s' if t > 1 else ''}: done", flush=True)
