@@ -14,6 +14,10 @@
 #   make bench-threads  the thread sweep, 1, 2, 4, … threads up to the machine's cores
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
+#   make bench-models  real models (ResNet-18, MobileNetV2, SqueezeNet, ShuffleNetV2, a transformer
+#                  encoder, an MLP) against ONNX Runtime and PyTorch, alternating rounds, one table
+#                  (tests/bench/models/; BENCH_MODELS=resnet18,mlp ROUNDS=3 SECONDS=0.5 THREADS=1,2)
+#   make bench-models-deps  bench-deps plus onnxruntime-node (npm) into build/bench-models/ort/
 #   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
 #                  reads (tests/onnx/torch_exports.py → tests/golden/onnx/)
 #   make install PREFIX=/usr/local
@@ -34,7 +38,7 @@ DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev lib
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist \
                 libonnx-dev libprotobuf-dev libonnx-testdata
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
-BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch
+BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch python3-torchvision
 # Only the fuzz targets use them (make fuzz): clang and its libFuzzer and sanitizer runtimes.
 FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -99,7 +103,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch onnx-models fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -216,6 +220,28 @@ onnx-models:
 
 bench-torch:
 	/usr/bin/python3 tests/bench/torch_lenet.py
+
+# Real models against ONNX Runtime and PyTorch (tests/bench/models/bench_models.py). ONNX Runtime
+# comes from npm, not Debian: onnxruntime-node carries the linux-x64 CPU library in its package;
+# its install script only fetches GPU parts, hence --ignore-scripts. Pinned, so that a rerun
+# compares against the same ONNX Runtime; the folder's own package.json keeps npm from looking
+# for a project further up.
+ORT_NODE_VERSION ?= 1.30.0
+ORT_DIR := build/bench-models/ort
+BENCH_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0,transformer,mlp
+ROUNDS  ?= 3
+SECONDS ?= 0.5
+THREADS ?= 1,2
+bench-models-deps: bench-deps
+	@grep -qs '"version": "$(ORT_NODE_VERSION)"' $(ORT_DIR)/node_modules/onnxruntime-node/package.json || \
+	  { mkdir -p $(ORT_DIR) && cd $(ORT_DIR) && { [ -f package.json ] || echo '{"private": true}' > package.json; } && \
+	    npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@$(ORT_NODE_VERSION); }
+
+bench-models: bench-models-deps
+	@$(MAKE) $(JOBS) $(TOOL)
+	/usr/bin/python3 tests/bench/models/bench_models.py --models $(BENCH_MODELS) --rounds $(ROUNDS) \
+	  --seconds $(SECONDS) --threads $(THREADS) --zoo build/bench-models/zoo --nnasm $(TOOL) \
+	  --ort-modules $(ORT_DIR)/node_modules
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
