@@ -16,10 +16,13 @@
 //            JIT, depthwise (groups = C = O), stride 1: the depthwise kernel (ops/conv/
 //            conv_depthwise.h: reads x in place, masked loads instead of padding, rows × vectors
 //            of one channel in registers over the taps), `f32_conv2d_depthwise_bias__avx512_8x2`.
-//            JIT, other stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
-//            image, output channels × columns held in registers over channels and taps, bias and
-//            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.
-//            JIT, other strides: a bound kernel (jit/kernel.h) runs im2col in C++ and calls the generated
+//            JIT, other stride 1, unless 1×1 and unpadded, with an output row of two vectors or
+//            more or at most 256 weights an output channel: the direct kernel (ops/conv/
+//            conv_direct.h: a zero-padded copy of the image, output channels × columns held in
+//            registers over channels and taps, bias and activation applied before the store),
+//            `f32_conv2d_direct_bias_relu__avx2_6x2` (ops/conv/conv_jit.cpp's direct_forward
+//            says why).
+//            JIT, the rest (other strides; 1×1; small maps of many channels): a bound kernel (jit/kernel.h) runs im2col in C++ and calls the generated
 //            GEMM (jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
 //            the packed 14×32 otherwise) and an elementwise epilogue (bias per channel, then
 //            the activation's snippet); the images are split into parallel parts.
@@ -108,7 +111,7 @@ Result<std::shared_ptr<const JitKernel>> conv2d_jit(const JitRequest& r, KernelC
   return conv_jit(r, cache, ConvPass::FORWARD, geom(r.ins, r.in));
 }
 
-int conv2d_parts(const JitRequest& r, int threads) { return conv_jit_parts(geom(r.ins, r.in), ConvPass::FORWARD, threads); }
+int conv2d_parts(const JitRequest& r, int threads) { return conv_jit_parts(geom(r.ins, r.in), ConvPass::FORWARD, r.isa, threads); }
 
 }  // namespace
 

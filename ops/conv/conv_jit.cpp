@@ -60,12 +60,28 @@ bool depthwise(const ConvGeom& g, ConvPass pass) {
   return pass == ConvPass::BACKWARD_DATA && depthwise_applies(g) && depthwise_applies(depthwise_data_geometry(g));
 }
 
+int lanes_of(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
+
+// Whether the forward pass takes the direct kernel at `lanes` floats a vector, rather than
+// im2col + GEMM. The direct kernel holds ob output channels × nv vectors of one output row in
+// registers and, for each row, streams the block's weights (ob·k floats, k = cg·kh·kw) past them
+// once. A row of one vector (wo ≤ lanes: the 7×7 and 14×14 maps of a classifier's last stages)
+// gives each broadcast weight a single FMA, partly masked; and once k is past 256 a block of up
+// to 30 channels' weights outgrows L1, so they come from L2 or beyond again for every row. There
+// the GEMM wins: its register tile reuses each value it loads across a whole tile, and im2col of
+// a small map is cheap. With few input channels the weights stay in L1 and the direct kernel
+// still wins, as it does on rows of two vectors or more. A 1×1 stride-1 unpadded convolution has
+// no im2col to save (x is already the GEMM's B), so it is a plain GEMM.
+bool direct_forward(const ConvGeom& g, int lanes) {
+  return direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256);
+}
+
 // A single image's forward pass on the direct or depthwise kernel splits its output channels
 // into the parts instead of its images (each output element is summed in the same order either
 // way).
-bool split_channels(const ConvGeom& g, ConvPass pass) {
+bool split_channels(const ConvGeom& g, ConvPass pass, Isa isa) {
   return pass == ConvPass::FORWARD && g.n == 1 &&
-         ((g.groups == 1 && direct_conv_applies(g)) || depthwise(g, pass));
+         ((g.groups == 1 && direct_forward(g, lanes_of(isa))) || depthwise(g, pass));
 }
 
 void forward_direct(const KernelArgs* a, const void* data) {
@@ -274,8 +290,9 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
   size_t direct = 0;
-  // The scratch hook does not know the level: rows padded for the wider vectors.
-  if (pass == ConvPass::FORWARD && direct_conv_applies(g))
+  // The scratch hook does not know the level: rows padded for the wider vectors, for every
+  // width the narrower vectors take the direct kernel at.
+  if (pass == ConvPass::FORWARD && direct_forward(g, 8))
     direct = static_cast<size_t>(direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
     direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
@@ -284,10 +301,10 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   return std::max(gemm, direct);
 }
 
-int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
+int conv_jit_parts(const ConvGeom& g, ConvPass pass, Isa isa, int threads) {
   if (pass == ConvPass::BACKWARD_WEIGHT || threads <= 1) return 1;
   const int64_t flops = 2 * g.n * g.o * g.p() * g.k();
-  const int64_t units = split_channels(g, pass) ? g.o / 8 : g.n;  // at least 8 channels a part
+  const int64_t units = split_channels(g, pass, isa) ? g.o / 8 : g.n;  // at least 8 channels a part
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(flops / PART_FLOPS, units), 1, threads));
 }
 
@@ -295,7 +312,7 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                                   const ConvGeom& g) {
   auto k = std::make_shared<ConvKernel>();
   k->g = g;
-  const bool by_channel = split_channels(g, pass);
+  const bool by_channel = split_channels(g, pass, r.isa);
   k->n0 = by_channel ? 0 : g.n * r.part / r.n_parts;
   k->n1 = by_channel ? g.n : g.n * (r.part + 1) / r.n_parts;
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
@@ -322,8 +339,9 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
       return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
     });
   }
-  if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
-    k->dc = direct_geometry(g, pass, r.isa == Isa::AVX512 ? 16 : 8);
+  if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
+      (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
+    k->dc = direct_geometry(g, pass, lanes_of(r.isa));
     if (by_channel) {
       k->o0 = g.o * r.part / r.n_parts;
       k->dc.og = g.o * (r.part + 1) / r.n_parts - k->o0;
