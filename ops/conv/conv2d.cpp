@@ -22,10 +22,12 @@
 //            registers over channels and taps, bias and activation applied before the store),
 //            `f32_conv2d_direct_bias_relu__avx2_6x2` (ops/conv/conv_jit.cpp's direct_forward
 //            says why).
-//            JIT, the rest (other strides; 1×1; small maps of many channels): a bound kernel (jit/kernel.h) runs im2col in C++ and calls the generated
-//            GEMM (jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
-//            the packed 14×32 otherwise) and an elementwise epilogue (bias per channel, then
-//            the activation's snippet); the images are split into parallel parts.
+//            JIT, the rest (other strides; 1×1; small maps of many channels): a bound kernel
+//            (jit/kernel.h) runs im2col in C++ and calls the generated GEMM (jit/gemm.h:
+//            `f32_conv2d__avx512_gemv_m6` for few output channels, the packed 14×32
+//            otherwise) and an elementwise epilogue (bias per channel, then
+//            the activation's snippet); the images are split into parallel parts, or a single
+//            image's output channels (the GEMM's rows, each part running the whole im2col).
 #include <algorithm>
 #include <cstring>
 
@@ -111,7 +113,7 @@ Result<std::shared_ptr<const JitKernel>> conv2d_jit(const JitRequest& r, KernelC
   return conv_jit(r, cache, ConvPass::FORWARD, geom(r.ins, r.in));
 }
 
-int conv2d_parts(const JitRequest& r, int threads) { return conv_jit_parts(geom(r.ins, r.in), ConvPass::FORWARD, r.isa, threads); }
+int conv2d_parts(const JitRequest& r, int threads) { return conv_jit_parts(geom(r.ins, r.in), ConvPass::FORWARD, threads); }
 
 }  // namespace
 

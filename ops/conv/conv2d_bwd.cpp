@@ -133,7 +133,7 @@ Result<std::shared_ptr<const JitKernel>> weight_jit(const JitRequest& r, KernelC
   return conv_jit(r, c, ConvPass::BACKWARD_WEIGHT, weight_geom(r.ins, r.in));
 }
 int data_parts(const JitRequest& r, int threads) {
-  return conv_jit_parts(data_geom(r.ins, r.in), ConvPass::BACKWARD_DATA, r.isa, threads);
+  return conv_jit_parts(data_geom(r.ins, r.in), ConvPass::BACKWARD_DATA, threads);
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a spl
 struct ConvKernel {
   ConvGeom g;
   int64_t n0 = 0, n1 = 0;
-  int64_t o0 = 0;  // the part's first output channel (a channel split: o0 … o0 + dc.og)
+  int64_t o0 = 0;  // the part's first output channel (a channel split: o0 … o0 + dc.og, or the
+                   // GEMM's rows)
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
@@ -76,12 +77,12 @@ bool direct_forward(const ConvGeom& g, int lanes) {
   return direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256);
 }
 
-// A single image's forward pass on the direct or depthwise kernel splits its output channels
-// into the parts instead of its images (each output element is summed in the same order either
-// way).
-bool split_channels(const ConvGeom& g, ConvPass pass, Isa isa) {
-  return pass == ConvPass::FORWARD && g.n == 1 &&
-         ((g.groups == 1 && direct_forward(g, lanes_of(isa))) || depthwise(g, pass));
+// A single image's forward pass splits its output channels into the parts instead of its
+// images: on the direct or depthwise kernel, or, ungrouped, as rows of the GEMM's tiled product,
+// each part running the whole im2col (each output element is summed in the same order either
+// way: jit_gemm's row slices sum as the whole product).
+bool split_channels(const ConvGeom& g, ConvPass pass) {
+  return pass == ConvPass::FORWARD && g.n == 1 && (g.groups == 1 || depthwise(g, pass));
 }
 
 void forward_direct(const KernelArgs* a, const void* data) {
@@ -207,7 +208,8 @@ void forward(const KernelArgs* a, const void* data) {
       }
       call_kernel(k.gemm, {w + grp * g.og() * g.k(), m}, yn + grp * g.og() * g.p(), gemm_scratch);
     }
-    if (k.epilogue) call_kernel(k.epilogue, {yn, k.bias ? a->in[2] : nullptr}, yn);
+    float* yo = yn + k.o0 * g.p();
+    if (k.epilogue) call_kernel(k.epilogue, {yo, k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr}, yo);
   }
 }
 
@@ -252,8 +254,9 @@ void backward_weight(const KernelArgs* a, const void* data) {
   }
 }
 
-// The forward epilogue: y = act(y + b[channel]) per image, rows = channels; or act(y) alone.
-Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, bool bias) {
+// The forward epilogue over `channels` channels of an image: y = act(y + b[channel]), rows =
+// channels; or act(y) alone.
+Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, int64_t channels, bool bias) {
   const auto f = fused_act(r.ins);
   const float alpha = static_cast<float>(fused_act_alpha(r.ins));
   if (!bias && f == Activation::NONE) return KernelRef();
@@ -262,8 +265,8 @@ Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const
   s.op = fmt::format("conv2d_{}{}", bias ? "bias_" : "", activation_name(f));
   s.imms = fmt::format("alpha={}", alpha);
   s.isa = r.isa;
-  s.rows = bias ? g.o : 1;
-  s.inner = bias ? g.p() : g.o * g.p();
+  s.rows = bias ? channels : 1;
+  s.inner = bias ? g.p() : channels * g.p();
   s.in = bias ? std::vector<Feed>{Feed::STREAM, Feed::COL} : std::vector<Feed>{Feed::STREAM};
   s.n_tmp = act.n_tmp;
   s.body = [act, bias](VecGen& v, const std::vector<Xbyak::Xmm>& dst, const std::vector<Xbyak::Xmm>& src,
@@ -301,10 +304,10 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   return std::max(gemm, direct);
 }
 
-int conv_jit_parts(const ConvGeom& g, ConvPass pass, Isa isa, int threads) {
+int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
   if (pass == ConvPass::BACKWARD_WEIGHT || threads <= 1) return 1;
   const int64_t flops = 2 * g.n * g.o * g.p() * g.k();
-  const int64_t units = split_channels(g, pass, isa) ? g.o / 8 : g.n;  // at least 8 channels a part
+  const int64_t units = split_channels(g, pass) ? g.o / 8 : g.n;  // at least 8 channels a part
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(flops / PART_FLOPS, units), 1, threads));
 }
 
@@ -312,7 +315,7 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
                                                   const ConvGeom& g) {
   auto k = std::make_shared<ConvKernel>();
   k->g = g;
-  const bool by_channel = split_channels(g, pass, r.isa);
+  const bool by_channel = split_channels(g, pass);
   k->n0 = by_channel ? 0 : g.n * r.part / r.n_parts;
   k->n1 = by_channel ? g.n : g.n * (r.part + 1) / r.n_parts;
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
@@ -368,13 +371,20 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     const std::string name = direct.value()->name();
     return cache.get(key, [&] { return build_bound_kernel(name, backward_weight_direct, std::shared_ptr<const void>(k)); });
   }
-  Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gemm_desc(g, pass), r.isa, cache);
+  GemmJitDesc gd = gemm_desc(g, pass);
+  int64_t channels = g.o;
+  if (by_channel && r.n_parts > 1) {
+    k->o0 = gd.m_begin = g.o * r.part / r.n_parts;
+    gd.m_end = g.o * (r.part + 1) / r.n_parts;
+    channels = gd.m_end - gd.m_begin;
+  }
+  Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gd, r.isa, cache);
   if (!gemm || !gemm.value()) return gemm;
   k->gemm = gemm.value()->fn();
   k->keep.push_back(gemm.value());
   std::string name = gemm.value()->name();
   if (pass == ConvPass::FORWARD) {
-    Result<KernelRef> e = epilogue_kernel(r, cache, g, k->bias);
+    Result<KernelRef> e = epilogue_kernel(r, cache, g, channels, k->bias);
     if (!e) return e.status();
     if (e.value()) {
       k->epilogue = e.value()->fn();
