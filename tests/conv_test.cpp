@@ -89,6 +89,43 @@ TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
       });
 }
 
+// Stride-1 convolutions whose output row is one vector (7×7 at both levels; 12 wide on
+// AVX-512) and with over 256 weights an output channel, and a 1×1 one, run im2col + GEMM
+// forward, not the direct kernel; a 12-wide row on AVX2 (two vectors) and a 7×7 map of few
+// input channels stay direct. Their gradients keep their direct kernels.
+TEST(Conv2d, SmallMapsRunTheGemm) {
+  at_every_level(
+      [](Graph& g) {
+        Conv2dOptions o;
+        o.pad = {1, 1};
+        o.act = Activation::RELU;
+        Var c1 = conv2d(g.input("x", {1, 33, 7, 7}), 17, {3, 3}, o);
+        Var c2 = conv2d(c1, 9, {1, 1});
+        Var c3 = conv2d(g.input("x2", {1, 31, 12, 12}), 5, {3, 3}, o);
+        Var c4 = conv2d(g.input("x3", {1, 17, 7, 7}), 3, {3, 3}, o);
+        g.output(add(add(reduce_mean(reshape(c2, {9 * 7 * 7}), 0), reduce_mean(reshape(c3, {5 * 12 * 12}), 0)),
+                     reduce_mean(reshape(c4, {3 * 7 * 7}), 0)),
+                 "loss");
+      },
+      [](Isa isa, const Executor& ex) {
+        std::vector<std::string> fwd, bwd;
+        for (size_t i = 0; i < ex.program().code().size(); ++i) {
+          const Instruction& ins = ex.program().code()[i];
+          if (ins.op == Opcode::CONV2D) fwd.push_back(ex.kernel_name(i));
+          if (ins.op == Opcode::CONV2D_BWD_DATA || ins.op == Opcode::CONV2D_BWD_WEIGHT) bwd.push_back(ex.kernel_name(i));
+        }
+        ASSERT_EQ(fwd.size(), 4u);
+        const std::string gemm = std::string("f32_conv2d__") + isa_name(isa) + "_";
+        EXPECT_EQ(fwd[0].rfind(gemm, 0), 0u) << fwd[0];
+        EXPECT_EQ(fwd[1].rfind(gemm, 0), 0u) << fwd[1];
+        EXPECT_EQ(fwd[2].rfind(isa == Isa::AVX512 ? gemm : "f32_conv2d_direct_", 0), 0u) << fwd[2];
+        EXPECT_EQ(fwd[3].rfind("f32_conv2d_direct_", 0), 0u) << fwd[3];
+        // Four weight gradients and c2's data gradient (the inputs need none), all direct.
+        EXPECT_EQ(bwd.size(), 5u);
+        for (const std::string& k : bwd) EXPECT_NE(k.find("direct"), std::string::npos) << k;
+      });
+}
+
 TEST(Conv2d, ShellAndShapeErrorsNameTheProblem) {
   Context ctx;
   Program p(ctx);

@@ -653,6 +653,14 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 21, 19, 3, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3},
       {1, 4, 13, 11, 4, 3, 3, {1, 1}, {2, 0}, {2, 1}, 4},
       {1, 2, 30, 70, 2, 3, 3, {1, 1}, {0, 0}, {1, 1}, 2},
+      // Stride 1 on maps of one vector a row, over 256 weights an output channel: im2col + GEMM
+      // forward at both levels (odd channel counts; 7×7, two 5×5 images, 3×3); a 12-wide row:
+      // GEMM on AVX-512, direct on AVX2; 17 channels on 7×7 (153 weights a channel): direct.
+      {1, 33, 7, 7, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {2, 33, 5, 5, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 33, 3, 3, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 31, 12, 12, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 17, 7, 7, 33, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
   };
   return cases;
 }

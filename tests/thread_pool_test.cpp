@@ -381,6 +381,12 @@ TEST(ParallelSteps, SingleImageConvSplitsItsChannels) {
         o.pad = {1, 1};
         o.act = Activation::RELU;
         g.output(conv2d(g.input("x", {1, 16, 37, 29}), 27, {3, 3}, o), "y");
+        // im2col + GEMM, its rows split: a small map of many channels, a 1×1, a stride 2.
+        g.output(conv2d(g.input("s", {1, 96, 7, 7}), 45, {3, 3}, o), "small");
+        g.output(conv2d(g.input("p", {1, 384, 9, 11}), 37, {1, 1}), "pointwise");
+        Conv2dOptions o2 = o;
+        o2.stride = {2, 2};
+        g.output(conv2d(g.input("s2", {1, 48, 30, 27}), 24, {3, 3}, o2), "stride2");
         o.groups = 96;  // depthwise
         g.output(conv2d(g.input("d", {1, 96, 48, 45}), 96, {3, 3}, o), "dw");
       },

@@ -16,13 +16,18 @@
 //            JIT, depthwise (groups = C = O), stride 1: the depthwise kernel (ops/conv/
 //            conv_depthwise.h: reads x in place, masked loads instead of padding, rows × vectors
 //            of one channel in registers over the taps), `f32_conv2d_depthwise_bias__avx512_8x2`.
-//            JIT, other stride 1: the direct kernel (ops/conv/conv_direct.h: a zero-padded copy of the
-//            image, output channels × columns held in registers over channels and taps, bias and
-//            activation applied before the store), `f32_conv2d_direct_bias_relu__avx2_6x2`.
-//            JIT, other strides: a bound kernel (jit/kernel.h) runs im2col in C++ and calls the generated
-//            GEMM (jit/gemm.h: `f32_conv2d__avx512_gemv_m6` for few output channels,
-//            the packed 14×32 otherwise) and an elementwise epilogue (bias per channel, then
-//            the activation's snippet); the images are split into parallel parts.
+//            JIT, other stride 1, unless 1×1 and unpadded, with an output row of two vectors or
+//            more or at most 256 weights an output channel: the direct kernel (ops/conv/
+//            conv_direct.h: a zero-padded copy of the image, output channels × columns held in
+//            registers over channels and taps, bias and activation applied before the store),
+//            `f32_conv2d_direct_bias_relu__avx2_6x2` (ops/conv/conv_jit.cpp's direct_forward
+//            says why).
+//            JIT, the rest (other strides; 1×1; small maps of many channels): a bound kernel
+//            (jit/kernel.h) runs im2col in C++ and calls the generated GEMM (jit/gemm.h:
+//            `f32_conv2d__avx512_gemv_m6` for few output channels, the packed 14×32
+//            otherwise) and an elementwise epilogue (bias per channel, then
+//            the activation's snippet); the images are split into parallel parts, or a single
+//            image's output channels (the GEMM's rows, each part running the whole im2col).
 #include <algorithm>
 #include <cstring>
 

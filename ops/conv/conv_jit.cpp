@@ -22,7 +22,8 @@ constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a spl
 struct ConvKernel {
   ConvGeom g;
   int64_t n0 = 0, n1 = 0;
-  int64_t o0 = 0;  // the part's first output channel (a channel split: o0 … o0 + dc.og)
+  int64_t o0 = 0;  // the part's first output channel (a channel split: o0 … o0 + dc.og, or the
+                   // GEMM's rows)
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
@@ -60,12 +61,28 @@ bool depthwise(const ConvGeom& g, ConvPass pass) {
   return pass == ConvPass::BACKWARD_DATA && depthwise_applies(g) && depthwise_applies(depthwise_data_geometry(g));
 }
 
-// A single image's forward pass on the direct or depthwise kernel splits its output channels
-// into the parts instead of its images (each output element is summed in the same order either
-// way).
+int lanes_of(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
+
+// Whether the forward pass takes the direct kernel at `lanes` floats a vector, rather than
+// im2col + GEMM. The direct kernel holds ob output channels × nv vectors of one output row in
+// registers and, for each row, streams the block's weights (ob·k floats, k = cg·kh·kw) past them
+// once. A row of one vector (wo ≤ lanes: the 7×7 and 14×14 maps of a classifier's last stages)
+// gives each broadcast weight a single FMA, partly masked; and once k is past 256 a block of up
+// to 30 channels' weights outgrows L1, so they come from L2 or beyond again for every row. There
+// the GEMM wins: its register tile reuses each value it loads across a whole tile, and im2col of
+// a small map is cheap. With few input channels the weights stay in L1 and the direct kernel
+// still wins, as it does on rows of two vectors or more. A 1×1 stride-1 unpadded convolution has
+// no im2col to save (x is already the GEMM's B), so it is a plain GEMM.
+bool direct_forward(const ConvGeom& g, int lanes) {
+  return direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256);
+}
+
+// A single image's forward pass splits its output channels into the parts instead of its
+// images: on the direct or depthwise kernel, or, ungrouped, as rows of the GEMM's tiled product,
+// each part running the whole im2col (each output element is summed in the same order either
+// way: jit_gemm's row slices sum as the whole product).
 bool split_channels(const ConvGeom& g, ConvPass pass) {
-  return pass == ConvPass::FORWARD && g.n == 1 &&
-         ((g.groups == 1 && direct_conv_applies(g)) || depthwise(g, pass));
+  return pass == ConvPass::FORWARD && g.n == 1 && (g.groups == 1 || depthwise(g, pass));
 }
 
 void forward_direct(const KernelArgs* a, const void* data) {
@@ -191,7 +208,8 @@ void forward(const KernelArgs* a, const void* data) {
       }
       call_kernel(k.gemm, {w + grp * g.og() * g.k(), m}, yn + grp * g.og() * g.p(), gemm_scratch);
     }
-    if (k.epilogue) call_kernel(k.epilogue, {yn, k.bias ? a->in[2] : nullptr}, yn);
+    float* yo = yn + k.o0 * g.p();
+    if (k.epilogue) call_kernel(k.epilogue, {yo, k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr}, yo);
   }
 }
 
@@ -236,8 +254,9 @@ void backward_weight(const KernelArgs* a, const void* data) {
   }
 }
 
-// The forward epilogue: y = act(y + b[channel]) per image, rows = channels; or act(y) alone.
-Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, bool bias) {
+// The forward epilogue over `channels` channels of an image: y = act(y + b[channel]), rows =
+// channels; or act(y) alone.
+Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const ConvGeom& g, int64_t channels, bool bias) {
   const auto f = fused_act(r.ins);
   const float alpha = static_cast<float>(fused_act_alpha(r.ins));
   if (!bias && f == Activation::NONE) return KernelRef();
@@ -246,8 +265,8 @@ Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const
   s.op = fmt::format("conv2d_{}{}", bias ? "bias_" : "", activation_name(f));
   s.imms = fmt::format("alpha={}", alpha);
   s.isa = r.isa;
-  s.rows = bias ? g.o : 1;
-  s.inner = bias ? g.p() : g.o * g.p();
+  s.rows = bias ? channels : 1;
+  s.inner = bias ? g.p() : channels * g.p();
   s.in = bias ? std::vector<Feed>{Feed::STREAM, Feed::COL} : std::vector<Feed>{Feed::STREAM};
   s.n_tmp = act.n_tmp;
   s.body = [act, bias](VecGen& v, const std::vector<Xbyak::Xmm>& dst, const std::vector<Xbyak::Xmm>& src,
@@ -274,8 +293,9 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
   size_t direct = 0;
-  // The scratch hook does not know the level: rows padded for the wider vectors.
-  if (pass == ConvPass::FORWARD && direct_conv_applies(g))
+  // The scratch hook does not know the level: rows padded for the wider vectors, for every
+  // width the narrower vectors take the direct kernel at.
+  if (pass == ConvPass::FORWARD && direct_forward(g, 8))
     direct = static_cast<size_t>(direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
     direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
@@ -322,8 +342,9 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
       return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
     });
   }
-  if ((pass == ConvPass::FORWARD && direct_conv_applies(g)) || (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
-    k->dc = direct_geometry(g, pass, r.isa == Isa::AVX512 ? 16 : 8);
+  if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
+      (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
+    k->dc = direct_geometry(g, pass, lanes_of(r.isa));
     if (by_channel) {
       k->o0 = g.o * r.part / r.n_parts;
       k->dc.og = g.o * (r.part + 1) / r.n_parts - k->o0;
@@ -350,13 +371,20 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     const std::string name = direct.value()->name();
     return cache.get(key, [&] { return build_bound_kernel(name, backward_weight_direct, std::shared_ptr<const void>(k)); });
   }
-  Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gemm_desc(g, pass), r.isa, cache);
+  GemmJitDesc gd = gemm_desc(g, pass);
+  int64_t channels = g.o;
+  if (by_channel && r.n_parts > 1) {
+    k->o0 = gd.m_begin = g.o * r.part / r.n_parts;
+    gd.m_end = g.o * (r.part + 1) / r.n_parts;
+    channels = gd.m_end - gd.m_begin;
+  }
+  Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(gd, r.isa, cache);
   if (!gemm || !gemm.value()) return gemm;
   k->gemm = gemm.value()->fn();
   k->keep.push_back(gemm.value());
   std::string name = gemm.value()->name();
   if (pass == ConvPass::FORWARD) {
-    Result<KernelRef> e = epilogue_kernel(r, cache, g, k->bias);
+    Result<KernelRef> e = epilogue_kernel(r, cache, g, channels, k->bias);
     if (!e) return e.status();
     if (e.value()) {
       k->epilogue = e.value()->fn();

@@ -24,9 +24,9 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s);
 // Scratch bytes for the JIT kernel of `pass` (any ISA level).
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass);
 // Parallel parts: the forward and data-gradient passes split the images (each image computed
-// exactly as by one part); a single image's forward pass on the direct kernel splits its output
-// channels instead (at least 8 a part); the weight gradient, a sum over the images, runs as one
-// part.
+// exactly as by one part); a single image's forward pass, ungrouped or depthwise, splits its
+// output channels instead (at least 8 a part); the weight gradient, a sum over the images, runs
+// as one part.
 int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads);
 // The kernel for `r` (its part of the images), from `cache`. Errors: a GEMM or epilogue kernel
 // that could not be generated; a null kernel when the GEMM case is not covered.
