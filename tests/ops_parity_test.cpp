@@ -923,6 +923,8 @@ void cases_transpose(ParityRun& r) {
       {Shape{3, 1, 4, 1, 5}, {4, 2, 0, 3, 1}, DType::F32},
       {Shape{2, 1, 3, 2, 1, 2}, {5, 4, 3, 2, 1, 0}, DType::F32},
       {Shape{3, 4, 5}, {2, 0, 1}, DType::I32}, {Shape{16, 17}, {1, 0}, DType::I32},
+      // Trailing dimensions kept in place, some named from the end: a channel shuffle's copy.
+      {Shape{1, 2, 7, 3, 5}, {0, 2, 1, -2, -1}, DType::F32}, {Shape{2, 3, 1, 17}, {1, 0, 2, 3}, DType::I32},
   };
   std::vector<int64_t> perm = {0, 1, 2};
   do cases.push_back({Shape{2, 3, 4}, perm, DType::F32});
