@@ -33,6 +33,14 @@ void at_every_level(const std::function<void(Graph&)>& record, const std::functi
   }
 }
 
+// The kernels the instructions with opcode `op` of the executor's program run, in order.
+std::vector<std::string> kernels_of(const Executor& ex, Opcode op) {
+  std::vector<std::string> k;
+  for (size_t i = 0; i < ex.program().code().size(); ++i)
+    if (ex.program().code()[i].op == op) k.push_back(ex.kernel_name(i));
+  return k;
+}
+
 TEST(Conv2d, GeneratedKernelsRunForwardAndBackward) {
   at_every_level(
       [](Graph& g) {
@@ -86,6 +94,26 @@ TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
           if (std::string(ex.kernel_name(i)).find("depthwise") != std::string::npos)
             depthwise.push_back(ex.program().code()[i].info().mnemonic);
         EXPECT_EQ(depthwise, (std::vector<std::string>{"CONV2D", "CONV2D_BWD_DATA"}));
+      });
+}
+
+// A 3×3 stride-1 convolution over enough tiles and channels runs Winograd's F(2×2, 3×3) forward at
+// every JIT level (its gradients keep their kernels); one of few output channels does not.
+TEST(Conv2d, ThreeByThreeRunsWinograd) {
+  at_every_level(
+      [](Graph& g) {
+        Conv2dOptions o;
+        o.pad = {1, 1};
+        o.act = Activation::RELU;
+        Var c1 = conv2d(g.input("x", {1, 8, 13, 11}), 12, {3, 3}, o);
+        Var c2 = conv2d(c1, 4, {3, 3}, o);
+        g.output(reduce_mean(reshape(c2, {4 * 13 * 11}), 0), "loss");
+      },
+      [](Isa, const Executor& ex) {
+        const std::vector<std::string> fwd = kernels_of(ex, Opcode::CONV2D);
+        ASSERT_EQ(fwd.size(), 2u);
+        EXPECT_EQ(fwd[0].rfind("f32_conv2d_winograd__", 0), 0u) << fwd[0];
+        EXPECT_EQ(fwd[1].find("winograd"), std::string::npos) << fwd[1];
       });
 }
 

@@ -661,6 +661,13 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 33, 3, 3, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 31, 12, 12, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 17, 7, 7, 33, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      // Winograd F(2×2, 3×3) at the JIT levels: odd output sizes (a half tile at the bottom and
+      // right), padding 1 and 0 (two images of 16 tiles in one product), five images of 56 tiles
+      // in products of two and a last one of one, and channel counts past a vector.
+      {1, 9, 13, 15, 11, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {2, 8, 10, 9, 16, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},
+      {5, 8, 16, 14, 9, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 40, 16, 16, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
   };
   return cases;
 }

@@ -16,6 +16,10 @@
 //            JIT, depthwise (groups = C = O), stride 1: the depthwise kernel (ops/conv/
 //            conv_depthwise.h: reads x in place, masked loads instead of padding, rows × vectors
 //            of one channel in registers over the taps), `f32_conv2d_depthwise_bias__avx512_8x2`.
+//            JIT, 3×3 at stride 1 with at least 8 channels in and out over 32 tiles or more:
+//            Winograd's F(2×2, 3×3) (ops/conv/conv_winograd.h: the weights, the input tiles and
+//            the output tiles transformed around 16 GEMMs; rounding differs from the direct
+//            sum's, within the parity tolerance), `f32_conv2d_winograd__avx512_14x32`.
 //            JIT, other stride 1, unless 1×1 and unpadded, with an output row of two vectors or
 //            more or at most 256 weights an output channel: the direct kernel (ops/conv/
 //            conv_direct.h: a zero-padded copy of the image, output channels × columns held in

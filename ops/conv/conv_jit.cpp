@@ -12,6 +12,7 @@
 #include "jit/gemm.h"
 #include "ops/conv/conv_depthwise.h"
 #include "ops/conv/conv_direct.h"
+#include "ops/conv/conv_winograd.h"
 
 namespace nnasm {
 namespace {
@@ -26,9 +27,14 @@ struct ConvKernel {
                    // GEMM's rows)
   bool bias = false;
   KernelFn gemm = nullptr;
+  KernelFn gemm_rest = nullptr;    // Winograd: the product of a last, smaller group of images
+  KernelFn weight_gemm = nullptr;  // Winograd: U = K·wᵀ
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
   KernelFn direct = nullptr;    // the direct or depthwise kernel (conv_direct.h, conv_depthwise.h) instead of im2col + GEMM
   DirectConv dc{};               // its geometry: forward as g; data gradient with g's roles swapped
+  int64_t channels = 0;          // Winograd: the part's output channels (o0 on), its scratch and
+  WinogradScratch ws{};          // transforms
+  WinogradTransforms wt{};
   std::vector<std::shared_ptr<const JitKernel>> keep;
 };
 
@@ -111,6 +117,58 @@ void forward_depthwise(const KernelArgs* a, const void* data) {
   const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
   float* y = static_cast<float*>(a->out[0]) + k.o0 * g.p();
   for (int64_t n = k.n0; n < k.n1; ++n) call_kernel(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
+}
+
+// Channels [o0, o0 + channels) of images [n0, n1) by F(2×2, 3×3): the part's weights
+// transformed once, then per group of images their tiles, the 16 products, the output tiles, and
+// the epilogue.
+void forward_winograd(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  float* y = static_cast<float*>(a->out[0]);
+  float* s = static_cast<float*>(a->scratch);
+  const WinogradScratch& ws = k.ws;
+  call_kernel(k.weight_gemm, {winograd_weight_matrix(), static_cast<const float*>(a->in[1]) + k.o0 * g.c * 9}, s + ws.u,
+              s + ws.gemm);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p(), tiles = winograd_tiles(g).t();
+  const int64_t group = winograd_images(g), ld = group * tiles;
+  for (int64_t n0 = k.n0; n0 < k.n1; n0 += group) {
+    const int64_t images = std::min(group, k.n1 - n0);
+    for (int64_t i = 0; i < images; ++i) k.wt.input(g, x + (n0 + i) * image, s + ws.xp, s + ws.v + i * tiles, ws.v_plane, ld);
+    const KernelFn gemm = images == group ? k.gemm : k.gemm_rest;
+    for (int64_t e = 0; e < 16; ++e)
+      call_kernel(gemm, {s + ws.u + e * ws.u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
+    for (int64_t i = 0; i < images; ++i) {
+      float* yn = y + (n0 + i) * out_image;
+      k.wt.output(g, s + ws.m + i * tiles, ws.m_plane, ld, k.o0, k.channels, yn, s + ws.tmp);
+      float* yo = yn + k.o0 * g.p();
+      if (k.epilogue) call_kernel(k.epilogue, {yo, k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr}, yo);
+    }
+  }
+}
+
+// One of the 16 products of F(2×2, 3×3) for `channels` output channels and the tiles of `images`
+// images, M[ξ] = U[ξ]·V[ξ] (with V's and M's rows `ld` floats long: jit_gemm's operands are
+// dense, so ld is images · tiles, the group's); and the weights' transform for those channels,
+// U = K·wᵀ (K: winograd_weight_matrix).
+GemmJitDesc winograd_gemm(const ConvGeom& g, int64_t channels, int64_t images) {
+  GemmJitDesc d;
+  d.op = "conv2d_winograd";
+  d.m = channels, d.n = images * winograd_tiles(g).t(), d.k = g.c;
+  return d;
+}
+
+GemmJitDesc winograd_weight_gemm(const ConvGeom& g, int64_t channels) {
+  GemmJitDesc d;
+  d.op = "conv2d_winograd_weights";
+  d.m = 16, d.n = channels * g.c, d.k = 9, d.trans_b = true;
+  return d;
+}
+
+size_t winograd_gemm_bytes(const ConvGeom& g, int64_t channels) {
+  return std::max(jit_gemm_scratch_bytes(winograd_gemm(g, channels, winograd_images(g))),
+                  jit_gemm_scratch_bytes(winograd_weight_gemm(g, channels)));
 }
 
 // dx of images [n0, n1): dy convolved with the flipped weights (in the scratch).
@@ -281,6 +339,20 @@ Result<KernelRef> epilogue_kernel(const JitRequest& r, KernelCache& cache, const
   return elementwise_kernel(s, cache);
 }
 
+// Gives k the forward epilogue over `channels` channels, when there is one to run, and appends
+// its name to the kernel's.
+Status attach_epilogue(const JitRequest& r, KernelCache& cache, const ConvGeom& g, int64_t channels, ConvKernel& k,
+                       std::string* name) {
+  Result<KernelRef> e = epilogue_kernel(r, cache, g, channels, k.bias);
+  if (!e) return e.status();
+  if (e.value()) {
+    k.epilogue = e.value()->fn();
+    k.keep.push_back(e.value());
+    *name += "+" + e.value()->name().substr(4);  // without the "f32_"
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int64_t conv_cols_floats(const ConvGeom& g) { return (g.k() * g.p() + 15) / 16 * 16; }
@@ -292,6 +364,8 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
+  if (pass == ConvPass::FORWARD && winograd_applies(g))
+    return static_cast<size_t>(winograd_scratch(g, g.o, winograd_gemm_bytes(g, g.o)).floats) * sizeof(float);
   size_t direct = 0;
   // The scratch hook does not know the level: rows padded for the wider vectors, for every
   // width the narrower vectors take the direct kernel at.
@@ -342,6 +416,28 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
       return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
     });
   }
+  if (pass == ConvPass::FORWARD && winograd_applies(g)) {
+    k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
+    k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
+    k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels));
+    k->wt = winograd_transforms(r.isa);
+    const int64_t group = winograd_images(g), rest = (k->n1 - k->n0) % group;
+    Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(winograd_gemm(g, k->channels, group), r.isa, cache);
+    if (!gemm || !gemm.value()) return gemm;
+    Result<std::shared_ptr<const JitKernel>> gemm_rest = jit_gemm(winograd_gemm(g, k->channels, rest ? rest : group), r.isa, cache);
+    if (!gemm_rest || !gemm_rest.value()) return gemm_rest;
+    k->gemm_rest = gemm_rest.value()->fn();
+    k->keep.push_back(gemm_rest.value());
+    Result<std::shared_ptr<const JitKernel>> weight_gemm = jit_gemm(winograd_weight_gemm(g, k->channels), r.isa, cache);
+    if (!weight_gemm || !weight_gemm.value()) return weight_gemm;
+    k->gemm = gemm.value()->fn();
+    k->weight_gemm = weight_gemm.value()->fn();
+    k->keep.push_back(gemm.value());
+    k->keep.push_back(weight_gemm.value());
+    std::string name = gemm.value()->name();
+    NNASM_TRY(attach_epilogue(r, cache, g, k->channels, *k, &name));
+    return cache.get(key, [&] { return build_bound_kernel(name, forward_winograd, std::shared_ptr<const void>(k)); });
+  }
   if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
       (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
     k->dc = direct_geometry(g, pass, lanes_of(r.isa));
@@ -383,15 +479,7 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   k->gemm = gemm.value()->fn();
   k->keep.push_back(gemm.value());
   std::string name = gemm.value()->name();
-  if (pass == ConvPass::FORWARD) {
-    Result<KernelRef> e = epilogue_kernel(r, cache, g, channels, k->bias);
-    if (!e) return e.status();
-    if (e.value()) {
-      k->epilogue = e.value()->fn();
-      k->keep.push_back(e.value());
-      name += "+" + e.value()->name().substr(4);  // without the "f32_"
-    }
-  }
+  if (pass == ConvPass::FORWARD) NNASM_TRY(attach_epilogue(r, cache, g, channels, *k, &name));
   const BoundFn fn = pass == ConvPass::FORWARD ? forward : pass == ConvPass::BACKWARD_DATA ? backward_data : backward_weight;
   return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
 }
