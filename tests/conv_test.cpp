@@ -98,8 +98,9 @@ TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
 }
 
 // A 3×3 stride-1 convolution over enough tiles and channels runs Winograd's F(2×2, 3×3) forward at
-// every JIT level (its gradients keep their kernels); one of few output channels does not.
-TEST(Conv2d, ThreeByThreeRunsWinograd) {
+// every JIT level (its gradients keep their kernels); one of few output channels does not; a 7×7
+// stride-2 stem on 3 channels runs the direct kernel over the input's phases.
+TEST(Conv2d, WinogradAndPhasedStemRun) {
   at_every_level(
       [](Graph& g) {
         Conv2dOptions o;
@@ -107,13 +108,17 @@ TEST(Conv2d, ThreeByThreeRunsWinograd) {
         o.act = Activation::RELU;
         Var c1 = conv2d(g.input("x", {1, 8, 13, 11}), 12, {3, 3}, o);
         Var c2 = conv2d(c1, 4, {3, 3}, o);
-        g.output(reduce_mean(reshape(c2, {4 * 13 * 11}), 0), "loss");
+        o.stride = {2, 2};
+        o.pad = {3, 3};
+        Var c3 = conv2d(g.input("x2", {1, 3, 20, 18}), 6, {7, 7}, o);
+        g.output(add(reduce_mean(reshape(c2, {4 * 13 * 11}), 0), reduce_mean(reshape(c3, {6 * 10 * 9}), 0)), "loss");
       },
       [](Isa, const Executor& ex) {
         const std::vector<std::string> fwd = kernels_of(ex, Opcode::CONV2D);
-        ASSERT_EQ(fwd.size(), 2u);
+        ASSERT_EQ(fwd.size(), 3u);
         EXPECT_EQ(fwd[0].rfind("f32_conv2d_winograd__", 0), 0u) << fwd[0];
         EXPECT_EQ(fwd[1].find("winograd"), std::string::npos) << fwd[1];
+        EXPECT_EQ(fwd[2].rfind("f32_conv2d_phased_bias_relu__", 0), 0u) << fwd[2];
       });
 }
 

@@ -12,6 +12,7 @@
 #include "jit/gemm.h"
 #include "ops/conv/conv_depthwise.h"
 #include "ops/conv/conv_direct.h"
+#include "ops/conv/conv_phases.h"
 #include "ops/conv/conv_winograd.h"
 
 namespace nnasm {
@@ -117,6 +118,23 @@ void forward_depthwise(const KernelArgs* a, const void* data) {
   const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
   float* y = static_cast<float*>(a->out[0]) + k.o0 * g.p();
   for (int64_t n = k.n0; n < k.n1; ++n) call_kernel(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
+}
+
+// Channels [o0, o0 + channels) of images [n0, n1) of a stride-2 convolution, as the direct
+// kernel's stride-1 one over the input's phases (conv_phases.h).
+void forward_phased(const KernelArgs* a, const void* data) {
+  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
+  const ConvGeom& g = k.g;
+  const float* x = static_cast<const float*>(a->in[0]);
+  const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
+  float* y = static_cast<float*>(a->out[0]);
+  float* xp = static_cast<float*>(a->scratch);
+  float* wp = xp + (k.dc.padded_floats() + 15) / 16 * 16;
+  phase_split_weights(g, static_cast<const float*>(a->in[1]), k.o0, k.channels, wp);
+  for (int64_t n = k.n0; n < k.n1; ++n) {
+    phase_split_input(g, k.dc, x + n * g.c * g.h * g.w, xp);
+    call_kernel(k.direct, {xp, wp, b}, y + (n * g.o + k.o0) * g.p());
+  }
 }
 
 // Channels [o0, o0 + channels) of images [n0, n1) by F(2×2, 3×3): the part's weights
@@ -364,6 +382,10 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
+  if (pass == ConvPass::FORWARD && phases_apply(g)) {
+    const ConvGeom p = phase_geometry(g);
+    return static_cast<size_t>((direct_geometry(p, pass, 16).padded_floats() + 15) / 16 * 16 + g.o * p.k()) * sizeof(float);
+  }
   if (pass == ConvPass::FORWARD && winograd_applies(g))
     return static_cast<size_t>(winograd_scratch(g, g.o, winograd_gemm_bytes(g, g.o)).floats) * sizeof(float);
   size_t direct = 0;
@@ -415,6 +437,21 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     return cache.get(key, [&] {
       return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
     });
+  }
+  if (pass == ConvPass::FORWARD && phases_apply(g)) {
+    k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
+    k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
+    k->dc = direct_geometry(phase_geometry(g), pass, lanes_of(r.isa));
+    k->dc.og = k->channels;
+    k->dc.bias = k->bias;
+    k->dc.act = fused_act(r.ins);
+    k->dc.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
+    Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k->dc, r.isa, cache);
+    if (!direct || !direct.value()) return direct;
+    k->direct = direct.value()->fn();
+    k->keep.push_back(direct.value());
+    const std::string name = "f32_conv2d_phased" + direct.value()->name().substr(17);  // after "f32_conv2d_direct"
+    return cache.get(key, [&] { return build_bound_kernel(name, forward_phased, std::shared_ptr<const void>(k)); });
   }
   if (pass == ConvPass::FORWARD && winograd_applies(g)) {
     k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
