@@ -371,6 +371,22 @@ Status attach_epilogue(const JitRequest& r, KernelCache& cache, const ConvGeom& 
   return Status::ok();
 }
 
+// Gives k the direct kernel of its geometry k.dc (forward: with the bias and activation) and
+// returns its name; an empty name when the level has no such kernel (REF).
+Result<std::string> attach_direct(const JitRequest& r, KernelCache& cache, ConvPass pass, ConvKernel& k) {
+  if (pass == ConvPass::FORWARD) {
+    k.dc.bias = k.bias;
+    k.dc.act = fused_act(r.ins);
+    k.dc.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
+  }
+  Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k.dc, r.isa, cache);
+  if (!direct) return direct.status();
+  if (!direct.value()) return std::string();
+  k.direct = direct.value()->fn();
+  k.keep.push_back(direct.value());
+  return direct.value()->name();
+}
+
 }  // namespace
 
 int64_t conv_cols_floats(const ConvGeom& g) { return (g.k() * g.p() + 15) / 16 * 16; }
@@ -438,24 +454,19 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
       return build_bound_kernel(name, fwd ? forward_depthwise : backward_data_depthwise, std::shared_ptr<const void>(k));
     });
   }
+  // The part's output channels: all of them, or its share when a single image splits them.
+  k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
+  k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
   if (pass == ConvPass::FORWARD && phases_apply(g)) {
-    k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
-    k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
     k->dc = direct_geometry(phase_geometry(g), pass, lanes_of(r.isa));
     k->dc.og = k->channels;
-    k->dc.bias = k->bias;
-    k->dc.act = fused_act(r.ins);
-    k->dc.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
-    Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k->dc, r.isa, cache);
-    if (!direct || !direct.value()) return direct;
-    k->direct = direct.value()->fn();
-    k->keep.push_back(direct.value());
-    const std::string name = "f32_conv2d_phased" + direct.value()->name().substr(17);  // after "f32_conv2d_direct"
-    return cache.get(key, [&] { return build_bound_kernel(name, forward_phased, std::shared_ptr<const void>(k)); });
+    Result<std::string> name = attach_direct(r, cache, pass, *k);
+    if (!name) return name.status();
+    if (name.value().empty()) return std::shared_ptr<const JitKernel>();
+    name.value().replace(0, 17, "f32_conv2d_phased");  // "f32_conv2d_direct…"
+    return cache.get(key, [&] { return build_bound_kernel(name.value(), forward_phased, std::shared_ptr<const void>(k)); });
   }
   if (pass == ConvPass::FORWARD && winograd_applies(g)) {
-    k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
-    k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
     k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels));
     k->wt = winograd_transforms(r.isa);
     const int64_t group = winograd_images(g), rest = (k->n1 - k->n0) % group;
@@ -478,22 +489,13 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
       (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
     k->dc = direct_geometry(g, pass, lanes_of(r.isa));
-    if (by_channel) {
-      k->o0 = g.o * r.part / r.n_parts;
-      k->dc.og = g.o * (r.part + 1) / r.n_parts - k->o0;
-    }
-    if (pass == ConvPass::FORWARD) {
-      k->dc.bias = k->bias;
-      k->dc.act = fused_act(r.ins);
-      k->dc.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
-    }
-    Result<std::shared_ptr<const JitKernel>> direct = direct_conv_kernel(k->dc, r.isa, cache);
-    if (!direct || !direct.value()) return direct;
-    k->direct = direct.value()->fn();
-    k->keep.push_back(direct.value());
+    if (by_channel) k->dc.og = k->channels;
+    Result<std::string> name = attach_direct(r, cache, pass, *k);
+    if (!name) return name.status();
+    if (name.value().empty()) return std::shared_ptr<const JitKernel>();
+    if (pass != ConvPass::FORWARD) name.value().replace(0, 10, "f32_conv2d_bwd_data");  // "f32_conv2d…"
     const BoundFn fn = pass == ConvPass::FORWARD ? forward_direct : backward_data_direct;
-    const std::string name = pass == ConvPass::FORWARD ? direct.value()->name() : "f32_conv2d_bwd_data" + direct.value()->name().substr(10);
-    return cache.get(key, [&] { return build_bound_kernel(name, fn, std::shared_ptr<const void>(k)); });
+    return cache.get(key, [&] { return build_bound_kernel(name.value(), fn, std::shared_ptr<const void>(k)); });
   }
   if (pass == ConvPass::BACKWARD_WEIGHT && direct_weight_applies(g)) {
     k->dc = direct_geometry(g, pass);
