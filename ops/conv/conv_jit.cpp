@@ -150,9 +150,9 @@ void forward_winograd(const KernelArgs* a, const void* data) {
   call_kernel(k.weight_gemm, {winograd_weight_matrix(), static_cast<const float*>(a->in[1]) + k.o0 * g.c * 9}, s + ws.u,
               s + ws.gemm);
   const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p(), tiles = winograd_tiles(g).t();
-  const int64_t group = winograd_images(g), ld = group * tiles;
+  const int64_t group = winograd_images(g);
   for (int64_t n0 = k.n0; n0 < k.n1; n0 += group) {
-    const int64_t images = std::min(group, k.n1 - n0);
+    const int64_t images = std::min(group, k.n1 - n0), ld = images * tiles;  // the product's dense rows
     for (int64_t i = 0; i < images; ++i) k.wt.input(g, x + (n0 + i) * image, s + ws.xp, s + ws.v + i * tiles, ws.v_plane, ld);
     const KernelFn gemm = images == group ? k.gemm : k.gemm_rest;
     for (int64_t e = 0; e < 16; ++e)
