@@ -238,10 +238,14 @@ bench-models-deps: bench-deps
 	    npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@$(ORT_NODE_VERSION); }
 
 bench-models: bench-models-deps
-	@$(MAKE) $(JOBS) $(TOOL)
+	@$(MAKE) $(JOBS) $(TOOL) $(BUILD)/bench-models/fma_peak
 	/usr/bin/python3 tests/bench/models/bench_models.py --models $(BENCH_MODELS) --rounds $(ROUNDS) \
 	  --seconds $(SECONDS) --threads $(THREADS) --zoo build/bench-models/zoo --nnasm $(TOOL) \
-	  --ort-modules $(ORT_DIR)/node_modules
+	  --ort-modules $(ORT_DIR)/node_modules --fma-peak $(BUILD)/bench-models/fma_peak
+
+$(BUILD)/bench-models/fma_peak: tests/bench/models/fma_peak.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -std=c++17 -pthread $< -o $@
 
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)

@@ -180,6 +180,39 @@ def measure(args, row, engine, threads, check, ort_check):
         return p50_of(lambda: row.module(row.x), args.seconds)
 
 
+def print_peak_share(args, rows, threads, overhead):
+    """The CNNs' speed as a share of this machine's FMA peak (tests/bench/models/fma_peak.cpp,
+    measured now, on the machine as loaded as the timings were): GFLOP/s of the convolutions and
+    linear layers at each engine's p50."""
+    if not args.fma_peak:
+        return
+    peak = json.loads(subprocess.run([args.fma_peak, str(max(threads)), "1"], check=True, capture_output=True,
+                                     text=True).stdout)
+    if peak.get("isa") == "none":
+        return
+    print()
+    more = f", {peak['gflops_n']:.0f} on {peak['threads']}" if peak["threads"] > 1 else ""
+    print(f"FMA peak of this machine ({peak['isa']}): {peak['gflops_1']:.0f} GFLOP/s on one thread{more}")
+    print()
+    print("| model | batch | threads | GFLOP a run | nnasm GFLOP/s | of peak | ORT − overhead GFLOP/s | of peak |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for t in threads:
+        top = peak["gflops_1"] if t == 1 else peak["gflops_n"] * t / peak["threads"]
+        for row in rows:
+            flops = export_zoo.count_flops(row.name, row.batch)
+            if flops is None or ("nnasm", t) not in row.times:
+                continue
+            nn = flops / statistics.median(row.times[("nnasm", t)]) / 1e3
+            cells = [f"{nn:.0f}", f"{100 * nn / top:.0f}%"]
+            if ("ort", t) in row.times:
+                ort = flops / (statistics.median(row.times[("ort", t)]) - overhead[t]) / 1e3
+                cells += [f"{ort:.0f}", f"{100 * ort / top:.0f}%"]
+            else:
+                cells += ["—", "—"]
+            print(f"| {row.name} | {row.batch} | {t} | {flops / 1e9:.2f} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(export_zoo.MODELS))
@@ -191,6 +224,7 @@ def main():
     ap.add_argument("--nnasm", default="build/nnasm")
     ap.add_argument("--ort-modules", default="build/bench-models/ort/node_modules")
     ap.add_argument("--json", default="build/bench-models/results.json", help="every round's figures")
+    ap.add_argument("--fma-peak", default="", help="the fma_peak program (tests/bench/models/fma_peak.cpp)")
     args = ap.parse_args()
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in export_zoo.MODELS]
@@ -267,6 +301,7 @@ def main():
             print(f"check: {row.name} batch {row.batch}: {row.note}")
         for engine, why in row.failed.items():
             print(f"failed: {row.name} batch {row.batch}: {engine}: {why}")
+    print_peak_share(args, rows, threads, med)
     print(f"outputs checked against PyTorch's: max abs error <= {TOLERANCE:g} x max |output| "
           f"({sum(r.nnasm_ok and not r.note.startswith('output off') for r in rows)} of {len(rows)} nnasm rows pass)")
 

@@ -71,6 +71,30 @@ MODELS = {
 }
 
 
+def count_flops(name, batch):
+    """Floating-point operations of one run of a CNN's convolutions and linear layers: 2 per
+    multiply-add, what a GFLOP/s figure against the machine's FMA peak counts. None for the other
+    models (their attention products are not layers to hook)."""
+    make, shape = MODELS[name]
+    if name not in ("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"):
+        return None
+    macs = [0]
+
+    def hook(m, inputs, out):
+        if isinstance(m, nn.Conv2d):
+            macs[0] += out.numel() * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
+        else:
+            macs[0] += out.numel() * m.in_features
+
+    model = make().eval()
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            m.register_forward_hook(hook)
+    with torch.no_grad():
+        model(torch.zeros(batch, *shape))
+    return 2 * macs[0]
+
+
 def randomize_batchnorm(model):
     for m in model.modules():
         if isinstance(m, nn.modules.batchnorm._BatchNorm):
