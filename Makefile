@@ -18,6 +18,8 @@
 #                  encoder, an MLP) against ONNX Runtime and PyTorch, alternating rounds, one table
 #                  (tests/bench/models/; BENCH_MODELS=resnet18,mlp ROUNDS=3 SECONDS=0.5 THREADS=1,2)
 #   make bench-models-deps  bench-deps plus onnxruntime-node (npm) into build/bench-models/ort/
+#   make bench-layers  the CNNs layer by layer against ONNX Runtime's profile (after bench-models;
+#                  LAYER_MODELS=resnet18,...)
 #   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
 #                  reads (tests/onnx/torch_exports.py → tests/golden/onnx/)
 #   make install PREFIX=/usr/local
@@ -103,7 +105,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps onnx-models fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps bench-layers onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -230,6 +232,7 @@ ORT_NODE_VERSION ?= 1.30.0
 ORT_DIR := build/bench-models/ort
 BENCH_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0,transformer,mlp
 ROUNDS  ?= 3
+LAYER_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0
 SECONDS ?= 0.5
 THREADS ?= 1,2
 bench-models-deps: bench-deps
@@ -242,6 +245,13 @@ bench-models: bench-models-deps
 	/usr/bin/python3 tests/bench/models/bench_models.py --models $(BENCH_MODELS) --rounds $(ROUNDS) \
 	  --seconds $(SECONDS) --threads $(THREADS) --zoo build/bench-models/zoo --nnasm $(TOOL) \
 	  --ort-modules $(ORT_DIR)/node_modules --fma-peak $(BUILD)/bench-models/fma_peak
+
+# Layer by layer against ONNX Runtime's own profile, batch 1, one thread (after bench-models has
+# exported and imported the models): tests/bench/models/layers.py.
+bench-layers: bench-models-deps
+	@$(MAKE) $(JOBS) $(TOOL)
+	/usr/bin/python3 tests/bench/models/layers.py --models $(LAYER_MODELS) --zoo build/bench-models/zoo --nnasm $(TOOL) \
+	  --ort-modules $(ORT_DIR)/node_modules
 
 $(BUILD)/bench-models/fma_peak: tests/bench/models/fma_peak.cpp
 	@mkdir -p $(dir $@)

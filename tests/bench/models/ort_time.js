@@ -7,6 +7,10 @@
 //
 //   NODE_PATH=build/bench-models/ort/node_modules node ort_time.js MODEL.onnx X.npy THREADS SECONDS [Y.npy]
 //
+// With ORT_PROFILE=PREFIX in the environment, the session also records ONNX Runtime's own
+// per-node profile (every run, warm-up included) into PREFIX_<date>.json, for
+// tests/bench/models/layers.py.
+//
 // Each run is `await session.run(...)` with a fresh input Tensor over the same data, as a caller
 // would write it; what that costs beyond the model (the binding, the promise, copying the output
 // into JavaScript) the driver measures on a one-Add model and reports beside it.
@@ -41,6 +45,7 @@ async function main() {
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
+    ...(process.env.ORT_PROFILE ? { enableProfiling: true, profileFilePrefix: process.env.ORT_PROFILE } : {}),
   });
   const x = readNpy(xPath);
   const inName = session.inputNames[0], outName = session.outputNames[0];
@@ -71,6 +76,7 @@ async function main() {
   const pct = (q) => times[Math.min(times.length - 1, Math.round(q * (times.length - 1)))];
   Object.assign(result, { p50_us: pct(0.5), p99_us: pct(0.99), min_us: times[0], runs: times.length,
                           version: ort.env.versions ? ort.env.versions.common : undefined });
+  if (process.env.ORT_PROFILE) session.endProfiling();
   console.log(JSON.stringify(result));
 }
 
