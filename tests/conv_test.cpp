@@ -75,25 +75,32 @@ TEST(Conv2d, GeneratedKernelsRunForwardAndBackward) {
       });
 }
 
-// A depthwise convolution (stride 1) runs its own kernel forward and for the data gradient, at
-// every level; its weight gradient takes the general path.
+// A depthwise convolution runs its own kernel forward at strides 1 and 2 and, at stride 1, for
+// the data gradient, at every level; the strided data gradient and the weight gradients take the
+// general path.
 TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
   at_every_level(
       [](Graph& g) {
         Conv2dOptions o;
         o.pad = {1, 1};
         o.act = Activation::RELU;
-        // The first layer gives the depthwise one an input gradient to compute.
-        Var c1 = conv2d(g.input("x", {2, 8, 12, 12}), 8, {3, 3}, o);
+        // The first layer gives the depthwise ones an input gradient to compute.
+        Var c1 = conv2d(g.input("x", {2, 8, 13, 13}), 8, {3, 3}, o);
         o.groups = 8;
-        g.output(reduce_mean(reshape(conv2d(c1, 8, {3, 3}, o), {2 * 8 * 12 * 12}), 0), "loss");
+        Var c2 = conv2d(c1, 8, {3, 3}, o);
+        o.stride = {2, 2};
+        g.output(reduce_mean(reshape(conv2d(c2, 8, {3, 3}, o), {2 * 8 * 7 * 7}), 0), "loss");
       },
       [](Isa, const Executor& ex) {
-        std::vector<std::string> depthwise;
-        for (size_t i = 0; i < ex.program().code().size(); ++i)
-          if (std::string(ex.kernel_name(i)).find("depthwise") != std::string::npos)
-            depthwise.push_back(ex.program().code()[i].info().mnemonic);
-        EXPECT_EQ(depthwise, (std::vector<std::string>{"CONV2D", "CONV2D_BWD_DATA"}));
+        std::vector<std::string> depthwise, strided;
+        for (size_t i = 0; i < ex.program().code().size(); ++i) {
+          const std::string k = ex.kernel_name(i);
+          if (k.find("depthwise") == std::string::npos) continue;
+          depthwise.push_back(ex.program().code()[i].info().mnemonic);
+          if (k.find("_s2x2_") != std::string::npos) strided.push_back(depthwise.back());
+        }
+        EXPECT_EQ(depthwise, (std::vector<std::string>{"CONV2D", "CONV2D", "CONV2D_BWD_DATA"}));
+        EXPECT_EQ(strided, (std::vector<std::string>{"CONV2D"}));
       });
 }
 

@@ -653,6 +653,21 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 21, 19, 3, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3},
       {1, 4, 13, 11, 4, 3, 3, {1, 1}, {2, 0}, {2, 1}, 4},
       {1, 2, 30, 70, 2, 3, 3, {1, 1}, {0, 0}, {1, 1}, 2},
+      // The depthwise kernel at stride 2 (even lanes gathered from two vectors): two images of
+      // an odd width; an even width, unpadded, its last vector's second half past the row; 5×5
+      // padded by 2 and by (2, 1); a 112-wide row of 56 outputs (MobileNetV2's) over rows
+      // enough for the row loop; dilated; one stride 2 and the other 1, both ways; a map
+      // narrower than a vector; 7×7 padded by 3 (four pairs of tap columns).
+      {2, 5, 9, 37, 5, 3, 3, {2, 2}, {1, 1}, {1, 1}, 5},
+      {1, 3, 10, 70, 3, 3, 3, {2, 2}, {0, 0}, {1, 1}, 3},
+      {1, 4, 21, 19, 4, 5, 5, {2, 2}, {2, 2}, {1, 1}, 4},
+      {2, 3, 16, 64, 3, 5, 5, {2, 2}, {2, 1}, {1, 1}, 3},
+      {1, 3, 41, 112, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3},
+      {1, 2, 17, 23, 2, 3, 3, {2, 2}, {2, 2}, {2, 2}, 2},
+      {1, 3, 15, 33, 3, 3, 3, {2, 1}, {1, 1}, {1, 1}, 3},
+      {1, 3, 15, 33, 3, 3, 3, {1, 2}, {1, 0}, {1, 1}, 3},
+      {1, 5, 7, 7, 5, 3, 3, {2, 2}, {1, 1}, {1, 1}, 5},
+      {1, 2, 19, 29, 2, 7, 7, {2, 2}, {3, 3}, {1, 1}, 2},
       // Stride 1 on maps of one vector a row, over 256 weights an output channel: im2col + GEMM
       // forward at both levels (odd channel counts; 7×7, two 5×5 images, 3×3); a 12-wide row:
       // GEMM on AVX-512, direct on AVX2; 17 channels on 7×7 (153 weights a channel): direct.

@@ -387,8 +387,10 @@ TEST(ParallelSteps, SingleImageConvSplitsItsChannels) {
         Conv2dOptions o2 = o;
         o2.stride = {2, 2};
         g.output(conv2d(g.input("s2", {1, 48, 30, 27}), 24, {3, 3}, o2), "stride2");
-        o.groups = 96;  // depthwise
+        o.groups = 96;  // depthwise, at strides 1 and 2
         g.output(conv2d(g.input("d", {1, 96, 48, 45}), 96, {3, 3}, o), "dw");
+        o.stride = {2, 2};
+        g.output(conv2d(g.input("d2", {1, 96, 47, 45}), 96, {3, 3}, o), "dw_stride2");
       },
       false);
 }

@@ -13,9 +13,14 @@
 // Kernels    both: per image and group, im2col (ops/conv/conv_geom.h; skipped for a 1×1, stride 1,
 //            unpadded kernel, where x is already the matrix) then W_g·cols.
 //            reference: bias broadcast, ops/linalg/gemm.h's GEMM accumulates, then the activation.
-//            JIT, depthwise (groups = C = O), stride 1: the depthwise kernel (ops/conv/
-//            conv_depthwise.h: reads x in place, masked loads instead of padding, rows × vectors
-//            of one channel in registers over the taps), `f32_conv2d_depthwise_bias__avx512_8x2`.
+//            JIT, depthwise (groups = C = O), column stride 1 or 2 (any row stride): the
+//            depthwise kernel (ops/conv/conv_depthwise.h: reads x in place, masked loads instead
+//            of padding, rows × vectors of one channel in registers over the taps; at column
+//            stride 2 a vshufps picks each tap's even or odd input columns),
+//            `f32_conv2d_depthwise_bias__avx512_8x2` (strided: `..._bias__avx512_s2x2_4x4`); a
+//            single image splits its channels into the parts. Its data gradient takes the
+//            depthwise kernel at stride 1 only (ops/conv/conv2d_bwd.cpp); the weight gradient,
+//            the general path.
 //            JIT, 3×3 at stride 1 with at least 8 channels in and out over 32 tiles or more:
 //            Winograd's F(2×2, 3×3) (ops/conv/conv_winograd.h: the weights, the input tiles and
 //            the output tiles transformed around 16 GEMMs; rounding differs from the direct

@@ -54,8 +54,10 @@ DirectConv direct_geometry(const ConvGeom& g, ConvPass pass, int lanes = 8) {
   return d;
 }
 
-// The data gradient of a depthwise convolution is the depthwise convolution of dy with the
-// weights flipped in space, padded by (k − 1)·d − p (stride 1), which the depthwise kernel takes.
+// The data gradient of a stride-1 depthwise convolution is the depthwise convolution of dy with
+// the weights flipped in space, padded by (k − 1)·d − p, which the depthwise kernel takes. A
+// strided one's would read dy dilated by the stride (a transposed convolution): it keeps
+// im2col + GEMM.
 ConvGeom depthwise_data_geometry(const ConvGeom& g) {
   ConvGeom t = g;
   t.h = g.ho, t.w = g.wo, t.ho = g.h, t.wo = g.w;
@@ -65,7 +67,8 @@ ConvGeom depthwise_data_geometry(const ConvGeom& g) {
 
 bool depthwise(const ConvGeom& g, ConvPass pass) {
   if (pass == ConvPass::FORWARD) return depthwise_applies(g);
-  return pass == ConvPass::BACKWARD_DATA && depthwise_applies(g) && depthwise_applies(depthwise_data_geometry(g));
+  return pass == ConvPass::BACKWARD_DATA && g.sh == 1 && g.sw == 1 && depthwise_applies(g) &&
+         depthwise_applies(depthwise_data_geometry(g));
 }
 
 int lanes_of(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
