@@ -17,7 +17,8 @@
 // Immediates axis: i64, default 1; −rank ≤ axis ≤ rank, negative counts from the end (axis =
 //            rank gives [numel, 1], axis = 0 gives [1, numel]).
 // Gradient   dy reshaped back to x's shape (RESHAPE), as RESHAPE's.
-// Kernels    RESHAPE's copy; no JIT (a memcpy is already at memory bandwidth).
+// Kernels    a copy; no JIT (a memcpy is already at memory bandwidth). Where x dies at the
+//            instruction, the memory planner gives y x's bytes and the copy is skipped.
 #include <cstring>
 
 #include "ops/op.h"
@@ -76,7 +77,9 @@ Status flatten_shape(const Instruction& ins, const std::vector<TensorType>& in, 
 }
 
 void copy_bytes(const KernelArgs* k) {
-  std::memcpy(k->out[0], k->in[0], static_cast<size_t>(k->in_type[0].shape.numel()) * 4);
+  // The memory planner may give the output the input's own bytes (engine/memory_plan.h): then
+  // there is nothing to copy.
+  if (k->out[0] != k->in[0]) std::memcpy(k->out[0], k->in[0], static_cast<size_t>(k->in_type[0].shape.numel()) * 4);
 }
 
 Status reshape_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>&,
