@@ -133,11 +133,12 @@ Status avgpool_grad(GradBuilder& b, const Instruction& ins, const std::vector<Te
 }
 
 Result<std::shared_ptr<const JitKernel>> maxpool_jit(const JitRequest& r, KernelCache& cache) {
-  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), true, r.isa, r.part, r.n_parts, cache);
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), true, false, r.isa, r.part, r.n_parts, cache);
 }
 
 Result<std::shared_ptr<const JitKernel>> avgpool_jit(const JitRequest& r, KernelCache& cache) {
-  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), false, r.isa, r.part, r.n_parts, cache);
+  const bool include_pad = r.ins.i(POOL_COUNT_INCLUDE_PAD) != 0;
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), false, include_pad, r.isa, r.part, r.n_parts, cache);
 }
 
 int pool_parts(const JitRequest& r, int threads) { return pool_jit_parts(pool_geom_unchecked(r.ins, r.in[0].shape), threads); }
