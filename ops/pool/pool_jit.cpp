@@ -10,17 +10,22 @@
 // lane whose tap falls in the padding (or past the image in a ceil_mode window) may fold the
 // identity instead of skipping the tap: the kernel folds whole vectors, taps in window order.
 //
-// Columns: an output row is cut into vectors of n outputs (W = 8 on AVX2, 16 on AVX-512). At
-// column stride 1, n = W and a tap is one load. At stride s ≥ 2 a tap's (n − 1)·s + 1 input
-// columns are loaded as two vectors (one for short tails) and compacted: vpermt2ps on AVX-512
-// (n = W at stride 2, 11 at 3, 8 at 4 …), vshufps + vpermpd at stride 2 and two vpermps + a blend
-// from 3 on AVX2. A load never leaves the image row: one that would is masked (the lanes left out
-// read 0), and for max the lanes whose column lies outside the image then become −inf by one
-// vorps with a constant. A tap with no lane inside the image is not emitted at all. Vectors whose
-// every tap loads whole vectors inside the row ("clean") run in a loop of G vectors when a row
-// has more than 2G of them; the edge vectors (padding, ceil_mode partial windows, the tail) are
-// unrolled with their masks. G vectors are folded together, taps outer, so that G independent
-// fold chains hide the latency of each.
+// Columns: an output row is cut into vectors of n outputs (W = 8 on AVX2, 16 on AVX-512) and G
+// vectors are folded together, taps outer, so that G independent fold chains hide each one's
+// latency. A tap reaches a vector's inputs one of two ways:
+//  - By phases (AVX-512 at column stride s ≤ 2, n = W): per window row, the s·W input columns
+//    of each vector are loaded once and split into s phase vectors (stride 2: even and odd
+//    columns, by vpermi2ps / vpermt2ps); tap j = s·m + r is phase r shifted down m lanes, the
+//    lanes shifted in taken from the next vector's phase r (valignd). Each input is loaded about
+//    once per window row instead of once per tap.
+//  - Per tap (AVX2, and AVX-512 from stride 3): the tap's (n − 1)·s + 1 input columns are loaded
+//    as one or two vectors and compacted: vpermt2ps on AVX-512 (n = 11 at stride 3, 8 at 4 …),
+//    vshufps + vpermpd at stride 2 and two vpermps + a blend from 3 on AVX2 (n = 8, then 6, 4 …).
+// A load never leaves the image row: one that would is masked (the lanes left out read 0), and
+// for max the lanes whose column lies outside the image then become −inf by one vorps with a
+// constant. A tap with no lane inside the image is not emitted. Vectors whose loads all lie whole
+// inside the row ("clean") run in a loop of G vectors when a row has more than 2G of them; the
+// edge vectors (padding, ceil_mode partial windows, the tail) are unrolled with their masks.
 //
 // Rows: output rows whose windows cover the same window rows (clipped by the top or bottom
 // padding or a ceil_mode partial window) and, for average, have the same divisor's row factor
@@ -32,11 +37,12 @@
 // where the window of the current output row starts (row oy·sh − ph, above the plane in the top
 // padding); r8 rPlane, r9 rRow the plane and row counters; r10 rXc, r11 rYc the input and output
 // of the clean-vector loop, rdi rCol its counter (the argument pointer is read first); eax mask
-// scratch. AVX-512: zmm0–3 the G accumulators, zmm4 / zmm5 a tap's first / second input
-// vector, zmm6 the compaction indices; k1 the store tail, k2 the NaN lanes, k3–k7 load masks.
-// AVX2: ymm0–3 the accumulators, ymm4 / ymm5 the input vectors, ymm6 the max before the NaN
-// blend, ymm7 / ymm8 the compaction indices of the two input vectors (stride ≥ 3), ymm12–14 load
-// masks, ymm15 the store tail.
+// scratch. AVX-512: zmm0–3 the G accumulators, zmm4 / zmm5 a tap's input vectors (by phases:
+// the second load of a stride-2 vector, then a shifted tap), zmm6 / zmm7 the compaction indices
+// (by phases: even and odd columns), zmm16–25 the phases of G + 1 vectors; k1 the store tail, k2
+// the NaN lanes, k3–k7 load masks. AVX2: ymm0–3 the accumulators, ymm4 / ymm5 the input
+// vectors, ymm6 the max before the NaN blend, ymm7 / ymm8 the compaction indices of the two
+// input vectors (stride ≥ 3), ymm12–14 load masks, ymm15 the store tail.
 //
 // Loop nest: planes (runtime) → row segments (each a runtime loop over its rows) → vectors of a
 // row (edges unrolled, clean ones in groups of G, runtime) → window rows of the segment → window
@@ -131,7 +137,8 @@ class Gen {
   Xmm a() const { return v_.vreg(4); }
   Xmm b() const { return v_.vreg(5); }
   Xmm t() const { return v_.vreg(6); }
-  Xmm idx(int r) const { return v_.avx512() ? v_.vreg(6) : v_.vreg(7 + r); }
+  Xmm idx(int r) const { return v_.vreg(v_.avx512() ? 6 + r : 7 + r); }
+  Xmm phase(int k, int r) const { return v_.vreg(16 + k * static_cast<int>(p_.sw) + r); }
   Xmm tail_reg() const { return v_.vreg(15); }
 
   int64_t span(int nv) const { return (nv - 1) * p_.sw + 1; }
@@ -169,11 +176,11 @@ class Gen {
     std::vector<uint32_t> i0(16, 0), i1(16, 0);
     for (int l = 0; l < n_; ++l) {
       const int64_t pos = l * s;
-      if (v_.avx512()) i0[l] = static_cast<uint32_t>(pos);
+      if (v_.avx512()) i0[l] = static_cast<uint32_t>(pos), i1[l] = static_cast<uint32_t>(pos + 1);
       else (pos < 8 ? i0 : i1)[l] = static_cast<uint32_t>(pos % 8);
     }
     g_.vmovups(idx(0), v_.cst_u32(i0));
-    if (!v_.avx512()) g_.vmovups(idx(1), v_.cst_u32(i1));
+    if (!v_.avx512() || phases_) g_.vmovups(idx(1), v_.cst_u32(i1));
   }
 
   void segment(const Seg& s) {
@@ -194,13 +201,15 @@ class Gen {
   // Whether every tap of a full vector at ox0 loads whole vectors inside the image row.
   bool clean(int64_t ox0) const {
     const int64_t c = ox0 * p_.sw - p_.pw;
+    if (phases_) return c >= 0 && c + (p_.kw > p_.sw ? 2 : 1) * p_.sw * v_.width() <= p_.w;
     return c >= 0 && c + p_.kw - 1 + regs(n_) * v_.width() <= p_.w;
   }
 
   void output_row(const Seg& s) {
     forget_masks();
     std::vector<Vec> vecs;
-    for (int64_t ox0 = 0; ox0 < p_.wo; ox0 += n_) vecs.push_back(Vec{ox0, static_cast<int>(std::min<int64_t>(n_, p_.wo - ox0))});
+    for (int64_t ox0 = 0; ox0 < p_.wo; ox0 += n_)
+      vecs.push_back(Vec{ox0, static_cast<int>(std::min<int64_t>(n_, p_.wo - ox0))});
     size_t c0 = 0, c1 = 0;  // the clean vectors [c0, c1): a contiguous run
     while (c0 < vecs.size() && !(vecs[c0].nv == n_ && clean(vecs[c0].ox0))) ++c0;
     c1 = c0;
@@ -237,9 +246,14 @@ class Gen {
     bool started[G] = {};
     if (!max_)
       for (size_t k = 0; k < vs.size(); ++k) g_.vxorps(acc(k), acc(k), acc(k));
-    for (int64_t i = s.i_lo; i < s.i_hi; ++i)
+    for (int64_t i = s.i_lo; i < s.i_hi; ++i) {
+      if (phases_) {
+        window_row_by_phases(vs, i, base, started);
+        continue;
+      }
       for (int64_t j = 0; j < p_.kw; ++j)
         for (size_t k = 0; k < vs.size(); ++k) tap(vs[k], static_cast<int>(k), i, j, base, &started[k]);
+    }
     for (size_t k = 0; k < vs.size(); ++k) {
       const Xmm y = acc(static_cast<int>(k));
       if (max_ && !started[k]) g_.vmovups(y, v_.cst(-std::numeric_limits<float>::infinity()));
@@ -265,13 +279,80 @@ class Gen {
     return v_.cst_u32(lanes);
   }
 
+  // Lanes of v whose tap j column lies in the image.
+  uint32_t inside(const Vec& v, int64_t j) const {
+    const int64_t c = v.ox0 * p_.sw - p_.pw + j;
+    uint32_t bits = 0;
+    for (int l = 0; l < v.nv; ++l)
+      if (c + l * p_.sw >= 0 && c + l * p_.sw < p_.w) bits |= 1u << l;
+    return bits;
+  }
+
+  // The phase vectors of window row i for the W outputs from ox0: phase(k, r) lane l = input
+  // column ox0·s − pw + r + s·l, for r < s (s·W columns, loaded once); the columns outside the
+  // image are the fold's identity.
+  void load_phases(int k, int64_t ox0, int64_t i, const Base& base) {
+    const int width = v_.width();
+    const int64_t s = p_.sw, c = ox0 * s - p_.pw;
+    for (int64_t q = 0; q < s; ++q) {
+      const Xmm dst = q == 0 ? phase(k, 0) : a();
+      const int64_t c_q = c + q * width;
+      const Address src = ptr[base.in + (i * p_.w + c_q - base.col) * 4];
+      uint32_t bits = 0;
+      for (int l = 0; l < width; ++l)
+        if (c_q + l >= 0 && c_q + l < p_.w) bits |= 1u << l;
+      if (bits == (1u << width) - 1) g_.vmovups(dst, src);
+      else if (bits) masked_load(dst, src, bits);
+      else g_.vxorps(dst, dst, dst);
+    }
+    if (s == 2) {
+      const Zmm even(phase(k, 0).getIdx()), odd(phase(k, 1).getIdx()), hi(a().getIdx());
+      g_.vmovaps(odd, Zmm(idx(1).getIdx()));
+      g_.vpermi2ps(odd, even, hi);
+      g_.vpermt2ps(even, Zmm(idx(0).getIdx()), hi);
+    }
+    if (!max_) return;
+    for (int64_t r = 0; r < s; ++r) {
+      std::vector<uint32_t> fill(16, 0);
+      bool any = false;
+      for (int l = 0; l < width; ++l) {
+        const int64_t col = c + r + s * l;
+        if (col < 0 || col >= p_.w) fill[l] = float_bits(-std::numeric_limits<float>::infinity()), any = true;
+      }
+      if (any) g_.vorps(phase(k, r), phase(k, r), v_.cst_u32(fill));
+    }
+  }
+
+  // Window row i of the group vs by phases: tap j = s·m + r of vector k is phase r of k shifted
+  // down m lanes (valignd with phase r of the next W outputs).
+  void window_row_by_phases(const std::vector<Vec>& vs, int64_t i, const Base& base, bool* started) {
+    const int64_t s = p_.sw, shift_max = (p_.kw - 1) / s;
+    const int width = v_.width();
+    for (size_t k = 0; k < vs.size(); ++k) load_phases(static_cast<int>(k), vs[k].ox0, i, base);
+    const Vec& last = vs.back();
+    if (shift_max > 0 && (last.nv == width || last.nv + shift_max > width))
+      load_phases(static_cast<int>(vs.size()), last.ox0 + width, i, base);
+    for (int64_t j = 0; j < p_.kw; ++j)
+      for (size_t k = 0; k < vs.size(); ++k) {
+        if (!inside(vs[k], j)) continue;
+        const int r = static_cast<int>(j % s), m = static_cast<int>(j / s);
+        Xmm x = phase(static_cast<int>(k), r);
+        if (m > 0) {
+          g_.valignd(a(), phase(static_cast<int>(k) + 1, r), x, static_cast<uint8_t>(m));
+          x = a();
+        }
+        const Xmm y = acc(static_cast<int>(k));
+        if (max_ && !started[k]) g_.vmovaps(y, x);
+        else fold(y, x);
+        started[k] = true;
+      }
+  }
+
   // Folds tap (i, j) into accumulator k, which holds vector v.
   void tap(const Vec& v, int k, int64_t i, int64_t j, const Base& base, bool* started) {
     const int64_t s = p_.sw, c = v.ox0 * s - p_.pw + j;  // the input column of lane 0
-    uint32_t inside = 0;                                 // lanes whose column is in the image
-    for (int l = 0; l < v.nv; ++l)
-      if (c + l * s >= 0 && c + l * s < p_.w) inside |= 1u << l;
-    if (!inside) return;
+    const uint32_t in_image = inside(v, j);
+    if (!in_image) return;
     const bool first = max_ && !*started;
     const Xmm x = first ? acc(k) : a();
     const int nr = regs(v.nv), width = v_.width();
@@ -291,10 +372,10 @@ class Gen {
     }
     if (v.nv > 1) compact(x, nr);
     const uint32_t all = (1u << v.nv) - 1;
-    if (max_ && inside != all) {
+    if (max_ && in_image != all) {
       std::vector<uint32_t> fill(16, 0);
       for (int l = 0; l < v.nv; ++l)
-        if (!(inside >> l & 1)) fill[l] = float_bits(-std::numeric_limits<float>::infinity());
+        if (!(in_image >> l & 1)) fill[l] = float_bits(-std::numeric_limits<float>::infinity());
       g_.vorps(x, x, v_.cst_u32(fill));
     }
     if (first) *started = true;
@@ -374,6 +455,9 @@ class Gen {
   int64_t p0_, p1_;  // the planes this kernel (part) computes
   VecGen v_;
   int n_;  // outputs per vector
+  // Whether window rows are folded by phases (window_row_by_phases): AVX-512 at column stride 1
+  // or 2, where a vector's s·W input columns fit two registers.
+  bool phases_ = v_.avx512() && p_.sw <= 2;
   std::vector<std::pair<uint32_t, int>> masks_;
   int next_mask_ = 0;
 };
