@@ -37,10 +37,18 @@ const std::vector<PoolCase>& pool_cases() {
       {{2, 3, 15, 16}, {3, 3}, {2, 2}, {1, 1}, true},  // exact rows, a partial last column
       {{1, 2, 5, 9}, {2, 2}, {2, 2}, {1, 1}, true},  // the window that would start in the padding is dropped
       {{2, 2, 6, 7}, {3, 3}, {2, 2}, {1, 1}, true},  // a last window reaching past the padding
-      {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}, true},     // the JIT's geometry, which it declines here
+      {{1, 1, 6, 40}, {3, 3}, {2, 2}, {}, true},     // the JIT's stride-2 compaction, a partial last column
       {{2, 3, 6, 14}, {2, 2}, {}, {}, true},         // even sizes: no partial window, the JIT runs
       {{2, 1, 5, 7}, {2, 2}, {}, {}, true},          // the 2×2 backward's fast path declines
       {{1, 3, 11, 5}, {4, 3}, {3, 1}, {2, 1}, true},
+      // The generated kernel's edges: padded columns and rows, strides 1 to 3, tails.
+      {{1, 2, 17, 23}, {3, 3}, {2, 2}, {1, 1}},      // ResNet's stem on odd sizes
+      {{1, 2, 9, 35}, {3, 3}, {1, 1}, {1, 1}},       // stride 1, padded: a row of 35
+      {{1, 2, 20, 50}, {3, 3}, {3, 3}, {1, 1}},      // stride 3, padded
+      {{1, 2, 13, 37}, {3, 2}, {2, 3}, {1, 1}, true},  // 3×2 at strides 2 and 3, a partial window
+      {{1, 1, 5, 300}, {3, 3}, {1, 1}, {1, 1}},      // a long row: its inner vectors in a loop
+      {{1, 2, 14, 29}, {3, 3}, {2, 2}, {}, true},    // unpadded, partial last row and column
+      {{1, 1, 11, 40}, {2, 2}, {3, 3}, {1, 1}, true},  // stride 3 past the right padding
   };
   return cases;
 }

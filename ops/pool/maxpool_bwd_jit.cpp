@@ -8,11 +8,11 @@
 // (vpermilps 0xB1) gives every lane its window partner, so the window's max, its NaN flag and
 // the "an earlier element already took dy" tests are lane-wise operations on vector masks.
 //
-// Register map (AVX2 code at both levels, like the forward pooling kernel): ymm0 / ymm1 the rows
-// x0 / x1, ymm2 the window max, ymm3 / ymm4 x0 / x1 is NaN, ymm5 the window holds NaN, ymm6 /
-// ymm7 the row-0 / row-1 candidates, then selections, ymm8 dy with each value twice, ymm9–ymm11
-// temporaries, ymm15 the tail mask. General registers: rX x at the window row pair, rD dy's row,
-// rDx dx at the row pair, rRow the row counter.
+// Register map (AVX2 code at both levels): ymm0 / ymm1 the rows x0 / x1, ymm2 the window max,
+// ymm3 / ymm4 x0 / x1 is NaN, ymm5 the window holds NaN, ymm6 / ymm7 the row-0 / row-1
+// candidates, then selections, ymm8 dy with each value twice, ymm9–ymm11 temporaries, ymm15 the
+// tail mask. General registers: rX x at the window row pair, rD dy's row, rDx dx at the row pair,
+// rRow the row counter.
 #include "ops/pool/pool_jit.h"
 
 #include <fmt/format.h>

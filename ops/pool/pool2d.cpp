@@ -25,16 +25,17 @@
 //            its window. Both in ops/pool/pool2d_bwd.cpp.
 // Kernels    reference: per output row, the window's taps are folded into the row one tap at a
 //            time (a max or a sum over strided loads); padding is clipped once per tap, not
-//            tested per element. JIT (ops/pool/pool_jit.h), unpadded windows at column stride 1
-//            or 2: 8 outputs per vector, the taps unrolled, stride-2 columns deinterleaved by
-//            shuffles, folded in the reference's order with its NaN rule, so bitwise equal to
-//            it: `f32_maxpool2d__avx2_2x2s2`; the planes split into parallel parts. Padded
-//            windows and other strides run the reference (slower there: its per-tap rows are
-//            short), and so does a ceil_mode partial last window: the kernel reads and divides
-//            by whole windows, and clipping the last one would cost a second code path for one
-//            row and one column.
-// Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch; AVGPOOL2D by IEEE
-//            arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
+//            tested per element. JIT (ops/pool/pool_jit.h), any stride, padding and ceil_mode,
+//            windows up to 16 a side and 64 taps: vectors of outputs, the taps unrolled in the
+//            reference's order with its NaN rule, padding and a ceil_mode window's part past
+//            the image folded as the identity (−inf, +0), the divisor the reference's, so
+//            bitwise equal to it (`f32_maxpool2d__avx512_3x3s2`, `f32_avgpool2d__avx2_3x3s1`);
+//            the planes split into parallel parts. The one difference: of a window's several
+//            NaNs, the sum keeps the payload of whichever the add takes first, and for the
+//            reference the compiler picks that operand order (it differs between its vector and
+//            scalar loops).
+// Notes      NaN: a window holding NaN gives NaN (MAXPOOL2D as PyTorch, the window's last NaN
+//            in row-major order; AVGPOOL2D by IEEE arithmetic). ±inf: max as ordered; a mean of +inf and −inf is NaN. Does not
 //            allocate.
 #include <cstring>
 #include <limits>
@@ -133,11 +134,13 @@ Status avgpool_grad(GradBuilder& b, const Instruction& ins, const std::vector<Te
 }
 
 Result<std::shared_ptr<const JitKernel>> maxpool_jit(const JitRequest& r, KernelCache& cache) {
-  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), true, r.isa, r.part, r.n_parts, cache);
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), true, false, r.isa, r.part, r.n_parts, cache);
 }
 
 Result<std::shared_ptr<const JitKernel>> avgpool_jit(const JitRequest& r, KernelCache& cache) {
-  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), false, r.isa, r.part, r.n_parts, cache);
+  const bool include_pad = r.ins.i(POOL_COUNT_INCLUDE_PAD) != 0;
+  return pool_jit_kernel(pool_geom_unchecked(r.ins, r.in[0].shape), false, include_pad, r.isa, r.part, r.n_parts,
+                         cache);
 }
 
 int pool_parts(const JitRequest& r, int threads) { return pool_jit_parts(pool_geom_unchecked(r.ins, r.in[0].shape), threads); }
