@@ -106,7 +106,7 @@ TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
 
 // A 3×3 stride-1 convolution over enough tiles and channels runs Winograd's F(2×2, 3×3) forward at
 // every JIT level (its gradients keep their kernels); one of few output channels does not; a 7×7
-// stride-2 stem on 3 channels runs the direct kernel over the input's phases.
+// stride-2 stem on 3 channels runs the direct kernel at stride 2.
 TEST(Conv2d, WinogradAndPhasedStemRun) {
   at_every_level(
       [](Graph& g) {
@@ -125,7 +125,8 @@ TEST(Conv2d, WinogradAndPhasedStemRun) {
         ASSERT_EQ(fwd.size(), 3u);
         EXPECT_EQ(fwd[0].rfind("f32_conv2d_winograd__", 0), 0u) << fwd[0];
         EXPECT_EQ(fwd[1].find("winograd"), std::string::npos) << fwd[1];
-        EXPECT_EQ(fwd[2].rfind("f32_conv2d_phased_bias_relu__", 0), 0u) << fwd[2];
+        EXPECT_EQ(fwd[2].rfind("f32_conv2d_direct_bias_relu__", 0), 0u) << fwd[2];
+        EXPECT_NE(fwd[2].find("_s2x2_"), std::string::npos) << fwd[2];
       });
 }
 

@@ -25,8 +25,8 @@
 //            Winograd's F(2×2, 3×3) (ops/conv/conv_winograd.h: the weights, the input tiles and
 //            the output tiles transformed around 16 GEMMs; rounding differs from the direct
 //            sum's, within the parity tolerance), `f32_conv2d_winograd__avx512_14x32`.
-//            JIT, stride 2 on at most 4 input channels (a stem): the direct kernel over the
-//            input's four phases (ops/conv/conv_phases.h), `f32_conv2d_phased_bias_relu__avx512_6x4`.
+//            JIT, strided (column stride 1 or 2) on at most 4 input channels (a stem): the direct
+//            kernel below at that stride, `f32_conv2d_direct_bias_relu__avx512_s2x2_6x4`.
 //            JIT, other stride 1, unless 1×1 and unpadded, with an output row of two vectors or
 //            more or at most 256 weights an output channel: the direct kernel (ops/conv/
 //            conv_direct.h: a zero-padded copy of the image, output channels × columns held in

@@ -104,7 +104,8 @@ class Gen {
               &rRow = rbx, &rBlk = rbp, &rYrow = r12;
 
   int64_t row_bytes() const { return d_.rs() * 4; }
-  int64_t plane_bytes() const { return d_.hp() * row_bytes(); }
+  int64_t phase_bytes() const { return d_.hp() * row_bytes(); }
+  int64_t plane_bytes() const { return d_.sw * phase_bytes(); }  // one input channel's phases
   int64_t taps() const { return d_.kh * d_.kw; }
   Xmm acc(int o, int v) const { return v_.vreg(o * b_.nv + v); }
   // Registers past the accumulators: the tap's input vectors, then the broadcast weight.
@@ -122,7 +123,7 @@ class Gen {
       column_block(ob, nv, col);
       col += nv;
     }
-    g_.add(rX, row_bytes());
+    g_.add(rX, d_.sh * row_bytes());
     g_.add(rYrow, d_.wo * 4);
     g_.dec(rRow);
     g_.jnz(row, CodeGenerator::T_NEAR);
@@ -146,7 +147,8 @@ class Gen {
     const Xmm w = spare(nv);
     for (int64_t i = 0; i < d_.kh; ++i)
       for (int64_t j = 0; j < d_.kw; ++j) {
-        const int64_t x_off = i * d_.dh * row_bytes() + j * d_.dw * 4;
+        const int64_t col = j * d_.dw;
+        const int64_t x_off = i * d_.dh * row_bytes() + col % d_.sw * phase_bytes() + col / d_.sw * 4;
         for (int v = 0; v < nv; ++v) g_.vmovups(spare(v), ptr[rXc + x_off + v * v_.vbytes()]);
         for (int o = 0; o < ob; ++o) {
           g_.vbroadcastss(w, ptr[rWc + (o * d_.cg * taps() + i * d_.kw + j) * 4]);
@@ -272,10 +274,11 @@ Result<std::shared_ptr<const JitKernel>> direct_weight_kernel(const DirectConv& 
   return build_kernel_measured(cache, key, name, size_t(4) << 20, [d](CodeGenerator& g) { return WeightGen(g, d).emit(); });
 }
 
-bool direct_conv_applies(const ConvGeom& g) {
-  if (g.sh != 1 || g.sw != 1) return false;
+bool direct_conv_applies(const ConvGeom& g, bool strided) {
+  if (strided ? g.sh < 1 || g.sw < 1 || g.sw > 2 : g.sh != 1 || g.sw != 1) return false;
   DirectConv d{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
   d.lanes = 16;  // the widest rows either level pads to
+  d.sh = g.sh, d.sw = g.sw;
   // Baked-in offsets: a plane of the padded input, a block of weights, a block of output.
   return d.padded_floats() * 4 < MAX_DISP && g.o * g.k() * 4 < MAX_DISP && g.o * g.p() * 4 < MAX_DISP &&
          g.kh * g.kw <= 121;
@@ -284,9 +287,10 @@ bool direct_conv_applies(const ConvGeom& g) {
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
   if (isa == Isa::REF || d.lanes != (isa == Isa::AVX512 ? 16 : 8)) return std::shared_ptr<const JitKernel>();
   const Blocking b = blocking(d);
-  const std::string name = fmt::format("f32_conv2d_direct{}{}__{}_{}x{}", d.bias ? "_bias" : "",
+  const std::string stride = d.sh == 1 && d.sw == 1 ? "" : fmt::format("s{}x{}_", d.sh, d.sw);
+  const std::string name = fmt::format("f32_conv2d_direct{}{}__{}_{}{}x{}", d.bias ? "_bias" : "",
                                        d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)),
-                                       isa_name(isa), b.ob, b.nv);
+                                       isa_name(isa), stride, b.ob, b.nv);
   const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}|{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh,
                                       d.dw, d.act_alpha);
   return build_kernel_measured(cache, key, name, size_t(4) << 20, [d](CodeGenerator& g) { return Gen(g, d).emit(); });
@@ -294,9 +298,20 @@ Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d,
 
 void direct_conv_pad(const DirectConv& d, const float* x, int64_t h, int64_t w, int64_t ph, int64_t pw, float* xp) {
   std::memset(xp, 0, static_cast<size_t>(d.padded_floats()) * sizeof(float));
+  const int64_t hp = d.hp(), rs = d.rs(), rows = std::min(h, hp - ph), cols = std::min(w, d.sw * rs - pw);
   for (int64_t c = 0; c < d.cg; ++c)
-    for (int64_t r = 0; r < h; ++r)
-      std::memcpy(xp + (c * d.hp() + r + ph) * d.rs() + pw, x + (c * h + r) * w, static_cast<size_t>(w) * sizeof(float));
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = x + (c * h + r) * w;
+      float* row = xp + (c * d.sw * hp + r + ph) * rs;
+      if (d.sw == 1) {
+        std::memcpy(row + pw, src, static_cast<size_t>(cols) * sizeof(float));
+        continue;
+      }
+      for (int64_t i = 0; i < cols; ++i) {  // padded column i + pw: phase (i + pw) mod 2
+        const int64_t col = i + pw;
+        row[col % 2 * hp * rs + col / 2] = src[i];
+      }
+    }
 }
 
 }  // namespace nnasm

@@ -12,13 +12,13 @@
 #include "jit/gemm.h"
 #include "ops/conv/conv_depthwise.h"
 #include "ops/conv/conv_direct.h"
-#include "ops/conv/conv_phases.h"
 #include "ops/conv/conv_winograd.h"
 
 namespace nnasm {
 namespace {
 
 constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a split does not pay
+constexpr int64_t STRIDED_DIRECT_CHANNELS = 4;     // input channels a strided direct kernel takes (direct_forward)
 
 // What a driver needs: the geometry, its images [n0, n1), and the kernels it calls.
 struct ConvKernel {
@@ -51,6 +51,7 @@ DirectConv direct_geometry(const ConvGeom& g, ConvPass pass, int lanes = 8) {
   DirectConv d = pass != ConvPass::BACKWARD_DATA ? DirectConv{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw}
                                                  : DirectConv{g.og(), g.cg(), g.h, g.w, g.kh, g.kw, g.dh, g.dw};
   d.lanes = lanes;
+  if (pass == ConvPass::FORWARD) d.sh = g.sh, d.sw = g.sw;
   return d;
 }
 
@@ -82,8 +83,12 @@ int lanes_of(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
 // the GEMM wins: its register tile reuses each value it loads across a whole tile, and im2col of
 // a small map is cheap. With few input channels the weights stay in L1 and the direct kernel
 // still wins, as it does on rows of two vectors or more. A 1×1 stride-1 unpadded convolution has
-// no im2col to save (x is already the GEMM's B), so it is a plain GEMM.
+// no im2col to save (x is already the GEMM's B), so it is a plain GEMM. Strided, the direct
+// kernel pays on few input channels only (a CNN's stem: im2col's column matrix, 7 MB for
+// ResNet's, stays in no cache); on many, the padded copy of every channel's phases cost more
+// than im2col + GEMM (ResNet's 1×1 and 3×3 stride-2 convolutions measured slower direct).
 bool direct_forward(const ConvGeom& g, int lanes) {
+  if (g.sh != 1 || g.sw != 1) return direct_conv_applies(g, true) && g.cg() <= STRIDED_DIRECT_CHANNELS;
   return direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256);
 }
 
@@ -121,23 +126,6 @@ void forward_depthwise(const KernelArgs* a, const void* data) {
   const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
   float* y = static_cast<float*>(a->out[0]) + k.o0 * g.p();
   for (int64_t n = k.n0; n < k.n1; ++n) call_kernel(k.direct, {x + n * g.c * g.h * g.w, w, b}, y + n * g.o * g.p());
-}
-
-// Channels [o0, o0 + channels) of images [n0, n1) of a stride-2 convolution, as the direct
-// kernel's stride-1 one over the input's phases (conv_phases.h).
-void forward_phased(const KernelArgs* a, const void* data) {
-  const ConvKernel& k = *static_cast<const ConvKernel*>(data);
-  const ConvGeom& g = k.g;
-  const float* x = static_cast<const float*>(a->in[0]);
-  const float* b = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
-  float* y = static_cast<float*>(a->out[0]);
-  float* xp = static_cast<float*>(a->scratch);
-  float* wp = xp + (k.dc.padded_floats() + 15) / 16 * 16;
-  phase_split_weights(g, static_cast<const float*>(a->in[1]), k.o0, k.channels, wp);
-  for (int64_t n = k.n0; n < k.n1; ++n) {
-    phase_split_input(g, k.dc, x + n * g.c * g.h * g.w, xp);
-    call_kernel(k.direct, {xp, wp, b}, y + (n * g.o + k.o0) * g.p());
-  }
 }
 
 // Channels [o0, o0 + channels) of images [n0, n1) by F(2×2, 3×3): the part's weights
@@ -401,10 +389,6 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
-  if (pass == ConvPass::FORWARD && phases_apply(g)) {
-    const ConvGeom p = phase_geometry(g);
-    return static_cast<size_t>((direct_geometry(p, pass, 16).padded_floats() + 15) / 16 * 16 + g.o * p.k()) * sizeof(float);
-  }
   if (pass == ConvPass::FORWARD && winograd_applies(g))
     return static_cast<size_t>(winograd_scratch(g, g.o, winograd_gemm_bytes(g, g.o)).floats) * sizeof(float);
   size_t direct = 0;
@@ -460,15 +444,6 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   // The part's output channels: all of them, or its share when a single image splits them.
   k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
   k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
-  if (pass == ConvPass::FORWARD && phases_apply(g)) {
-    k->dc = direct_geometry(phase_geometry(g), pass, lanes_of(r.isa));
-    k->dc.og = k->channels;
-    Result<std::string> name = attach_direct(r, cache, pass, *k);
-    if (!name) return name.status();
-    if (name.value().empty()) return std::shared_ptr<const JitKernel>();
-    name.value().replace(0, 17, "f32_conv2d_phased");  // "f32_conv2d_direct…"
-    return cache.get(key, [&] { return build_bound_kernel(name.value(), forward_phased, std::shared_ptr<const void>(k)); });
-  }
   if (pass == ConvPass::FORWARD && winograd_applies(g)) {
     k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels));
     k->wt = winograd_transforms(r.isa);
