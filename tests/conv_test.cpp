@@ -107,7 +107,7 @@ TEST(Conv2d, DepthwiseRunsItsOwnKernel) {
 // A 3×3 stride-1 convolution over enough tiles and channels runs Winograd's F(2×2, 3×3) forward at
 // every JIT level (its gradients keep their kernels); one of few output channels does not; a 7×7
 // stride-2 stem on 3 channels runs the direct kernel at stride 2.
-TEST(Conv2d, WinogradAndPhasedStemRun) {
+TEST(Conv2d, WinogradAndStridedStemRun) {
   at_every_level(
       [](Graph& g) {
         Conv2dOptions o;
