@@ -682,6 +682,7 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 9, 13, 15, 11, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {2, 8, 10, 9, 16, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},
       {5, 8, 16, 14, 9, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 8, 9, 130, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},  // output transform in bands of one tile row
       // Stride 2 on few input channels: the direct kernel at stride 2 (ResNet's 7×7 stem on odd
       // sizes, a 3×3 one on one channel, an even 4×4 kernel with unequal padding).
       {2, 3, 23, 21, 10, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1},

@@ -23,6 +23,9 @@ constexpr int64_t MIN_TILES = 32;
 constexpr int64_t PRODUCT_TILES = 64;
 
 int64_t lines(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+// Rows of tiles the output transform takes at once: about 128 tiles, at least one row.
+int64_t output_band_rows(const WinogradTiles& t) { return std::max<int64_t>(1, 128 / t.tw); }
 // A plane of n floats, whole cache lines, and one line more when that makes a whole number of
 // 4 KiB pages.
 int64_t plane(int64_t n) { return lines(n) % 1024 ? lines(n) : lines(n) + 16; }
@@ -59,7 +62,7 @@ WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes
   s.m = s.v + 16 * s.v_plane;
   s.xp = s.m + 16 * s.m_plane;
   s.tmp = s.xp + lines((g.c + 4) * t.hp * t.wp);  // the padded input, then 4 transformed rows
-  s.gemm = s.tmp + lines(12 * t.tw);
+  s.gemm = s.tmp + lines(12 * output_band_rows(t) * t.tw);  // a band of the output transform
   s.floats = s.gemm + lines(static_cast<int64_t>((gemm_bytes + 3) / 4));
   return s;
 }

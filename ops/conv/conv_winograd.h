@@ -63,7 +63,7 @@ struct WinogradTransforms {
   // copy (hp × wp floats a channel, then 4 × wp).
   void (*input)(const ConvGeom& g, const float* x, float* xp, float* v, int64_t plane, int64_t ld);
   // y[o0 + o] (one image's [O, Ho, Wo]) from M[ξ][o][t] at m + ξ·plane + o·ld + t, o < o_count; no
-  // bias or activation. tmp: 12 × tw floats of scratch.
+  // bias or activation. tmp: scratch for a band of tile rows (WinogradScratch::tmp).
   void (*output)(const ConvGeom& g, const float* m, int64_t plane, int64_t ld, int64_t o0, int64_t o_count, float* y,
                  float* tmp);
 };
