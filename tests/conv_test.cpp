@@ -130,11 +130,12 @@ TEST(Conv2d, WinogradAndStridedStemRun) {
       });
 }
 
-// Stride-1 convolutions whose output row is one vector (7×7 at both levels; 12 wide on
-// AVX-512) and with over 256 weights an output channel, and a 1×1 one, run im2col + GEMM
-// forward, not the direct kernel; a 12-wide row on AVX2 (two vectors) and a 7×7 map of few
-// input channels stay direct. Their gradients keep their direct kernels.
-TEST(Conv2d, SmallMapsRunTheGemm) {
+// Maps of one vector a row take the direct kernel's flat mode: 3×3 over many channels (where
+// im2col + GEMM ran before it) and over few (row mode before), at both levels; a 12-wide map on
+// AVX-512 only (AVX2 has two vectors a row: row mode); a 1×1 on 7×7 within one column block on
+// AVX-512 (seven vectors on AVX2: GEMM), and on 14×14 the GEMM at both levels. Their gradients
+// keep their direct kernels.
+TEST(Conv2d, SmallMapsRunTheFlatDirectKernel) {
   at_every_level(
       [](Graph& g) {
         Conv2dOptions o;
@@ -144,8 +145,10 @@ TEST(Conv2d, SmallMapsRunTheGemm) {
         Var c2 = conv2d(c1, 9, {1, 1});
         Var c3 = conv2d(g.input("x2", {1, 31, 12, 12}), 5, {3, 3}, o);
         Var c4 = conv2d(g.input("x3", {1, 17, 7, 7}), 3, {3, 3}, o);
-        g.output(add(add(reduce_mean(reshape(c2, {9 * 7 * 7}), 0), reduce_mean(reshape(c3, {5 * 12 * 12}), 0)),
-                     reduce_mean(reshape(c4, {3 * 7 * 7}), 0)),
+        Var c5 = conv2d(g.input("x4", {1, 20, 14, 14}), 6, {1, 1});
+        g.output(add(add(add(reduce_mean(reshape(c2, {9 * 7 * 7}), 0), reduce_mean(reshape(c3, {5 * 12 * 12}), 0)),
+                         reduce_mean(reshape(c4, {3 * 7 * 7}), 0)),
+                     reduce_mean(reshape(c5, {6 * 14 * 14}), 0)),
                  "loss");
       },
       [](Isa isa, const Executor& ex) {
@@ -155,14 +158,19 @@ TEST(Conv2d, SmallMapsRunTheGemm) {
           if (ins.op == Opcode::CONV2D) fwd.push_back(ex.kernel_name(i));
           if (ins.op == Opcode::CONV2D_BWD_DATA || ins.op == Opcode::CONV2D_BWD_WEIGHT) bwd.push_back(ex.kernel_name(i));
         }
-        ASSERT_EQ(fwd.size(), 4u);
+        ASSERT_EQ(fwd.size(), 5u);
+        const bool avx512 = isa == Isa::AVX512;
         const std::string gemm = std::string("f32_conv2d__") + isa_name(isa) + "_";
-        EXPECT_EQ(fwd[0].rfind(gemm, 0), 0u) << fwd[0];
-        EXPECT_EQ(fwd[1].rfind(gemm, 0), 0u) << fwd[1];
-        EXPECT_EQ(fwd[2].rfind(isa == Isa::AVX512 ? gemm : "f32_conv2d_direct_", 0), 0u) << fwd[2];
-        EXPECT_EQ(fwd[3].rfind("f32_conv2d_direct_", 0), 0u) << fwd[3];
-        // Four weight gradients and c2's data gradient (the inputs need none), all direct.
-        EXPECT_EQ(bwd.size(), 5u);
+        const std::string flat = "f32_conv2d_direct_flat_", row = "f32_conv2d_direct_bias";
+        const std::string level = std::string("__") + isa_name(isa) + "_";
+        EXPECT_EQ(fwd[0].rfind(flat, 0), 0u) << fwd[0];
+        EXPECT_EQ(fwd[1].rfind(avx512 ? flat : gemm, 0), 0u) << fwd[1];
+        EXPECT_EQ(fwd[2].rfind(avx512 ? flat : row, 0), 0u) << fwd[2];
+        EXPECT_EQ(fwd[3].rfind(flat, 0), 0u) << fwd[3];
+        EXPECT_EQ(fwd[4].rfind(gemm, 0), 0u) << fwd[4];
+        for (const std::string& k : fwd) EXPECT_NE(k.find(level), std::string::npos) << k;
+        // Five weight gradients and c2's data gradient (the inputs need none), all direct.
+        EXPECT_EQ(bwd.size(), 6u);
         for (const std::string& k : bwd) EXPECT_NE(k.find("direct"), std::string::npos) << k;
       });
 }

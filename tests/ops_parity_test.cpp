@@ -668,14 +668,21 @@ const std::vector<ConvCase>& conv_cases() {
       {1, 3, 15, 33, 3, 3, 3, {1, 2}, {1, 0}, {1, 1}, 3},
       {1, 5, 7, 7, 5, 3, 3, {2, 2}, {1, 1}, {1, 1}, 5},
       {1, 2, 19, 29, 2, 7, 7, {2, 2}, {3, 3}, {1, 1}, 2},
-      // Stride 1 on maps of one vector a row, over 256 weights an output channel: im2col + GEMM
-      // forward at both levels (odd channel counts; 7×7, two 5×5 images, 3×3); a 12-wide row:
-      // GEMM on AVX-512, direct on AVX2; 17 channels on 7×7 (153 weights a channel): direct.
+      // Stride 1 on maps of one vector a row: the direct kernel's flat mode at both levels (odd
+      // channel counts, more than one block of them; 7×7, two 5×5 images, 3×3; 17 channels on
+      // 7×7; unpadded; dilated, flat on AVX-512 only); a 12-wide row: flat on AVX-512, row mode
+      // on AVX2. 1×1: unpadded on two 7×7 images (flat in place on AVX-512, GEMM on AVX2) and on
+      // 5×5 (flat in place at both levels); padded by 1 (flat over a padded copy, no junk).
       {1, 33, 7, 7, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {2, 33, 5, 5, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 33, 3, 3, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 31, 12, 12, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 17, 7, 7, 33, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 19, 7, 7, 21, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},
+      {1, 13, 7, 7, 7, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1},
+      {2, 37, 7, 7, 35, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+      {1, 23, 5, 5, 19, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+      {1, 9, 5, 5, 11, 1, 1, {1, 1}, {1, 1}, {1, 1}, 1},
       // Winograd F(2×2, 3×3) at the JIT levels: odd output sizes (a half tile at the bottom and
       // right), padding 1 and 0 (two images of 16 tiles in one product), five images of 56 tiles
       // in products of two and a last one of one, and channel counts past a vector.

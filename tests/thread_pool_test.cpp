@@ -381,8 +381,10 @@ TEST(ParallelSteps, SingleImageConvSplitsItsChannels) {
         o.pad = {1, 1};
         o.act = Activation::RELU;
         g.output(conv2d(g.input("x", {1, 16, 37, 29}), 27, {3, 3}, o), "y");
-        // im2col + GEMM, its rows split: a small map of many channels, a 1×1, a stride 2.
+        // The direct kernel's flat mode: a small map of many channels, a 1×1 on 7×7 (AVX-512).
         g.output(conv2d(g.input("s", {1, 96, 7, 7}), 45, {3, 3}, o), "small");
+        g.output(conv2d(g.input("p7", {1, 160, 7, 7}), 37, {1, 1}), "pointwise_7x7");
+        // im2col + GEMM, its rows split: a 1×1, a stride 2.
         g.output(conv2d(g.input("p", {1, 384, 9, 11}), 37, {1, 1}), "pointwise");
         Conv2dOptions o2 = o;
         o2.stride = {2, 2};

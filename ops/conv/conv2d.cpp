@@ -27,13 +27,18 @@
 //            sum's, within the parity tolerance), `f32_conv2d_winograd__avx512_14x32`.
 //            JIT, strided (column stride 1 or 2) on at most 4 input channels (a stem): the direct
 //            kernel below at that stride, `f32_conv2d_direct_bias_relu__avx512_s2x2_6x4`.
+//            JIT, stride 1 with an output row of one vector, where flat mode runs at most one
+//            vector more than the map has rows (1×1 unpadded: the whole map within 4 vectors):
+//            the direct kernel's flat mode (ops/conv/conv_direct.h: the padded rows run as one
+//            long row, the junk columns past each output row dropped when the rows are copied
+//            out), `f32_conv2d_direct_flat_bias__avx512_6x4`.
 //            JIT, other stride 1, unless 1×1 and unpadded, with an output row of two vectors or
 //            more or at most 256 weights an output channel: the direct kernel (ops/conv/
 //            conv_direct.h: a zero-padded copy of the image, output channels × columns held in
 //            registers over channels and taps, bias and activation applied before the store),
-//            `f32_conv2d_direct_bias_relu__avx2_6x2` (ops/conv/conv_jit.cpp's direct_forward
-//            says why).
-//            JIT, the rest (other strides; 1×1; small maps of many channels): a bound kernel
+//            `f32_conv2d_direct_bias_relu__avx2_6x2` (ops/conv/conv_jit.cpp's flat_forward and
+//            direct_forward say why).
+//            JIT, the rest (other strides; 1×1; wider small maps of many channels): a bound kernel
 //            (jit/kernel.h) runs im2col in C++ and calls the generated GEMM (jit/gemm.h:
 //            `f32_conv2d__avx512_gemv_m6` for few output channels, the packed 14×32
 //            otherwise) and an elementwise epilogue (bias per channel, then

@@ -2,15 +2,16 @@
 //
 // Register map (AVX2 16 ymm / AVX-512 32 zmm, W = 8 / 16 floats a vector): acc[o][v] = vreg(o·nv
 // + v) for an ob × nv block of output channels × output vectors; then the tap's nv input vectors
-// and the broadcast weight (after the loop: the activation's temporaries); the tail mask when wo
-// is not a multiple of W (AVX2: ymm15; AVX-512: k1). General registers: rX the padded input at
-// the current output row and column block, rW the weights of the current channel block, rY the
-// output row, rB the bias, rXc / rWc the input-channel walk, rCnt its counter, rRow the row
-// counter, rBlk the channel-block counter.
+// and the broadcast weight (after the loop: the activation's temporaries, then the row copy's);
+// the tail mask when the stored rows are not a multiple of W (AVX2: ymm15; AVX-512: k1). General
+// registers: rX the padded input at the current output row and column block, rW the weights of
+// the current channel block, rY the output row, rB the bias, rXc / rWc the input-channel walk,
+// rCnt its counter, rRow the row counter, rBlk the channel-block counter, rT the flat buffer.
 //
 // Loop nest: channel blocks of ob (a runtime loop, then one shorter block) → output rows (a
-// runtime loop) → column blocks of nv vectors (unrolled) → input channels (a runtime loop) →
-// taps kh × kw (unrolled): nv input loads, ob broadcasts and ob·nv FMAs.
+// runtime loop; one flat row in flat mode) → column blocks of nv vectors (unrolled) → input
+// channels (a runtime loop) → taps kh × kw (unrolled): nv input loads, ob broadcasts and ob·nv
+// FMAs. Flat mode with junk columns then copies the block's rows from the buffer into y.
 #include "ops/conv/conv_direct.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ using namespace Xbyak::util;
 
 constexpr int VREGS = 16;
 constexpr int64_t MAX_DISP = int64_t(1) << 30;  // byte offsets the code bakes in stay below this
+constexpr int64_t MAX_FLAT_VECTORS = 32;        // a flat row's column blocks are unrolled
 
 // Emits block(ob) for og / ob full blocks of output channels (a runtime loop on `counter`), then
 // block(og % ob) once for the rest. Each block leaves its pointers advanced past its channels.
@@ -56,13 +58,15 @@ void channel_blocks(CodeGenerator& g, const Reg64& counter, int64_t og, int ob, 
 // weight registers serve the activation as temporaries.
 struct Blocking {
   int nvec, nv, ob;
-  bool tail;
+  int tail;  // lanes of the last vector stored (rows of y, or the flat row without junk); 0: whole
 };
 
 bool avx512(const DirectConv& d) { return d.lanes == 16; }
 
 Blocking blocking(const DirectConv& d) {
-  Blocking best{static_cast<int>((d.wo + d.lanes - 1) / d.lanes), 1, 1, d.wo % d.lanes != 0};
+  const int64_t stored = d.flat && !d.flat_junk() ? d.ho * d.wo : d.wo;
+  Blocking best{static_cast<int>(d.flat ? d.flat_vectors() : (d.wo + d.lanes - 1) / d.lanes), 1, 1,
+                static_cast<int>(stored % d.lanes)};
   const int free = (avx512(d) ? 32 : VREGS) - (best.tail && !avx512(d) ? 1 : 0);
   const int n_tmp = act_snippet(d.act, d.act_alpha).n_tmp;
   double best_cost = 1e9;
@@ -88,10 +92,11 @@ class Gen {
   Status emit() {
     {
       Frame f(g_, 6);
-      if (b_.tail) v_.set_tail(static_cast<int>(d_.wo % w_), Ymm(VREGS - 1));
+      if (b_.tail) v_.set_tail(b_.tail, Ymm(VREGS - 1));
       f.load_in(rX0, 0);
       f.load_in(rW, 1);
       if (d_.bias) f.load_in(rB, 2);
+      if (d_.flat_junk()) f.load_in(rT, 3);
       f.load_out(rY, 0);
       channel_blocks(g_, rBlk, d_.og, b_.ob, [this](int ob) { channel_block(ob); });
     }
@@ -101,7 +106,7 @@ class Gen {
 
  private:
   const Reg64 &rX0 = rsi, &rW = rdx, &rY = rcx, &rB = r8, &rX = r9, &rXc = r10, &rWc = r11, &rCnt = rax,
-              &rRow = rbx, &rBlk = rbp, &rYrow = r12;
+              &rRow = rbx, &rBlk = rbp, &rYrow = r12, &rT = r13;
 
   int64_t row_bytes() const { return d_.rs() * 4; }
   int64_t phase_bytes() const { return d_.hp() * row_bytes(); }
@@ -115,21 +120,51 @@ class Gen {
   void channel_block(int ob) {
     g_.mov(rX, rX0);
     g_.mov(rYrow, rY);
-    Label row;
-    g_.mov(rRow, d_.ho);
-    g_.L(row);
+    if (d_.flat) {
+      columns(ob);
+      if (d_.flat_junk()) copy_rows(ob);
+    } else {
+      Label row;
+      g_.mov(rRow, d_.ho);
+      g_.L(row);
+      columns(ob);
+      g_.add(rX, d_.sh * row_bytes());
+      g_.add(rYrow, d_.wo * 4);
+      g_.dec(rRow);
+      g_.jnz(row, CodeGenerator::T_NEAR);
+    }
+    g_.add(rW, ob * d_.cg * taps() * 4);
+    g_.add(rY, ob * d_.ho * d_.wo * 4);
+    if (d_.bias) g_.add(rB, ob * 4);
+  }
+
+  void columns(int ob) {
     for (int col = 0, left = b_.nvec; left > 0; left -= b_.nv) {
       const int nv = std::min(b_.nv, left);
       column_block(ob, nv, col);
       col += nv;
     }
-    g_.add(rX, d_.sh * row_bytes());
+  }
+
+  // Flat with junk: the ho rows of wo outputs of ob channels from the buffer (a channel's flat
+  // row every nvec vectors) into y.
+  void copy_rows(int ob) {
+    const int chunks = static_cast<int>((d_.wo + w_ - 1) / w_);
+    g_.mov(rXc, rT);
+    Label row;
+    g_.mov(rRow, d_.ho);
+    g_.L(row);
+    for (int o = 0; o < ob; ++o)
+      for (int c = 0; c < chunks; ++c) {
+        const Xmm t = spare((o * chunks + c) % 2);
+        const int n = c == chunks - 1 && b_.tail ? b_.tail : w_;
+        v_.load(t, ptr[rXc + (o * b_.nvec + c) * v_.vbytes()], n);
+        v_.store(ptr[rYrow + (o * d_.ho * d_.wo + c * w_) * 4], t, n);
+      }
+    g_.add(rXc, row_bytes());
     g_.add(rYrow, d_.wo * 4);
     g_.dec(rRow);
     g_.jnz(row, CodeGenerator::T_NEAR);
-    g_.add(rW, ob * d_.cg * taps() * 4);
-    g_.add(rY, ob * d_.ho * d_.wo * 4);
-    if (d_.bias) g_.add(rB, ob * 4);
   }
 
   // Output vectors [col, col + nv) of the current row for ob channels.
@@ -147,9 +182,13 @@ class Gen {
     const Xmm w = spare(nv);
     for (int64_t i = 0; i < d_.kh; ++i)
       for (int64_t j = 0; j < d_.kw; ++j) {
-        const int64_t col = j * d_.dw;
-        const int64_t x_off = i * d_.dh * row_bytes() + col % d_.sw * phase_bytes() + col / d_.sw * 4;
-        for (int v = 0; v < nv; ++v) g_.vmovups(spare(v), ptr[rXc + x_off + v * v_.vbytes()]);
+        const int64_t tap_col = j * d_.dw;
+        const int64_t x_off = i * d_.dh * row_bytes() + tap_col % d_.sw * phase_bytes() + tap_col / d_.sw * 4;
+        for (int v = 0; v < nv; ++v) {
+          // Flat without junk: the last vector's lanes past the output are past the input too.
+          const bool masked = d_.flat && !d_.flat_junk() && col + v == b_.nvec - 1 && b_.tail;
+          v_.load(spare(v), ptr[rXc + x_off + v * v_.vbytes()], masked ? b_.tail : w_);
+        }
         for (int o = 0; o < ob; ++o) {
           g_.vbroadcastss(w, ptr[rWc + (o * d_.cg * taps() + i * d_.kw + j) * 4]);
           for (int v = 0; v < nv; ++v) g_.vfmadd231ps(acc(o, v), w, spare(v));
@@ -167,7 +206,8 @@ class Gen {
       for (int v = 0; v < nv; ++v) {
         if (d_.act != Activation::NONE) act.body(v_, acc(o, v), acc(o, v), t);
         const bool last = col + v == b_.nvec - 1;
-        v_.store(ptr[rYrow + (o * d_.ho * d_.wo + (col + v) * w_) * 4], acc(o, v), last && b_.tail ? v_.tail() : w_);
+        if (d_.flat_junk()) g_.vmovups(ptr[rT + (o * b_.nvec + col + v) * v_.vbytes()], acc(o, v));
+        else v_.store(ptr[rYrow + (o * d_.ho * d_.wo + (col + v) * w_) * 4], acc(o, v), last && b_.tail ? v_.tail() : w_);
       }
   }
 
@@ -284,11 +324,19 @@ bool direct_conv_applies(const ConvGeom& g, bool strided) {
          g.kh * g.kw <= 121;
 }
 
+bool direct_flat_applies(const ConvGeom& g, int lanes) {
+  if (!direct_conv_applies(g)) return false;
+  DirectConv d{g.cg(), g.og(), g.ho, g.wo, g.kh, g.kw, g.dh, g.dw};
+  d.lanes = lanes;
+  d.flat = true;
+  return d.flat_vectors() <= MAX_FLAT_VECTORS;
+}
+
 Result<std::shared_ptr<const JitKernel>> direct_conv_kernel(const DirectConv& d, Isa isa, KernelCache& cache) {
   if (isa == Isa::REF || d.lanes != (isa == Isa::AVX512 ? 16 : 8)) return std::shared_ptr<const JitKernel>();
   const Blocking b = blocking(d);
   const std::string stride = d.sh == 1 && d.sw == 1 ? "" : fmt::format("s{}x{}_", d.sh, d.sw);
-  const std::string name = fmt::format("f32_conv2d_direct{}{}__{}_{}{}x{}", d.bias ? "_bias" : "",
+  const std::string name = fmt::format("f32_conv2d_direct{}{}{}__{}_{}{}x{}", d.flat ? "_flat" : "", d.bias ? "_bias" : "",
                                        d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)),
                                        isa_name(isa), stride, b.ob, b.nv);
   const std::string key = fmt::format("{}|{}x{}x{}x{}x{}x{}x{}x{}|{}", name, d.cg, d.og, d.ho, d.wo, d.kh, d.kw, d.dh,

@@ -19,6 +19,7 @@ namespace {
 
 constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a split does not pay
 constexpr int64_t STRIDED_DIRECT_CHANNELS = 4;     // input channels a strided direct kernel takes (direct_forward)
+constexpr int64_t FLAT_POINTWISE_VECTORS = 4;      // the direct kernel's widest column block
 
 // What a driver needs: the geometry, its images [n0, n1), and the kernels it calls.
 struct ConvKernel {
@@ -74,22 +75,57 @@ bool depthwise(const ConvGeom& g, ConvPass pass) {
 
 int lanes_of(Isa isa) { return isa == Isa::AVX512 ? 16 : 8; }
 
+// Whether the forward pass takes the direct kernel's flat mode (conv_direct.h) at `lanes`: on a
+// map whose rows fit one vector (wo ≤ lanes: the 7×7 and 14×14 maps of a classifier's last
+// stages). There row mode fills wo of each row's lanes and streams the block's weights past them
+// once per row, and im2col + GEMM unrolls the input and computes whole tiles of columns; the flat
+// row fills every lane but the junk columns', streams the weights once per column block and
+// copies nothing but the padded input. It takes such a map when it runs at most one vector more
+// than row mode's ho (a 5×5 kernel's junk on a 14-wide map is too much). A 1×1 unpadded
+// convolution has no im2col to save, and the GEMM keeps pace with a flat row of several column
+// blocks (each streams the whole input again): flat only within one column block.
+bool flat_forward(const ConvGeom& g, int lanes) {
+  if (g.wo > lanes || !direct_flat_applies(g, lanes)) return false;
+  const int64_t vectors = (g.ho * (g.wo + (g.kw - 1) * g.dw) + lanes - 1) / lanes;
+  return g.pointwise() ? vectors <= FLAT_POINTWISE_VECTORS : vectors <= g.ho + 1;
+}
+
 // Whether the forward pass takes the direct kernel at `lanes` floats a vector, rather than
-// im2col + GEMM. The direct kernel holds ob output channels × nv vectors of one output row in
-// registers and, for each row, streams the block's weights (ob·k floats, k = cg·kh·kw) past them
-// once. A row of one vector (wo ≤ lanes: the 7×7 and 14×14 maps of a classifier's last stages)
-// gives each broadcast weight a single FMA, partly masked; and once k is past 256 a block of up
-// to 30 channels' weights outgrows L1, so they come from L2 or beyond again for every row. There
-// the GEMM wins: its register tile reuses each value it loads across a whole tile, and im2col of
-// a small map is cheap. With few input channels the weights stay in L1 and the direct kernel
-// still wins, as it does on rows of two vectors or more. A 1×1 stride-1 unpadded convolution has
-// no im2col to save (x is already the GEMM's B), so it is a plain GEMM. Strided, the direct
-// kernel pays on few input channels only (a CNN's stem: im2col's column matrix, 7 MB for
-// ResNet's, stays in no cache); on many, the padded copy of every channel's phases cost more
-// than im2col + GEMM (ResNet's 1×1 and 3×3 stride-2 convolutions measured slower direct).
+// im2col + GEMM: flat where flat_forward says, else in row mode, which holds ob output channels ×
+// nv vectors of one output row in registers and, for each row, streams the block's weights (ob·k
+// floats, k = cg·kh·kw) past them once. A row of one vector gives each broadcast weight a single
+// FMA, partly masked; and once k is past 256 a block of up to 30 channels' weights outgrows L1,
+// so they come from L2 or beyond again for every row. There the GEMM wins, unless flat mode takes
+// the map. With few input channels the weights stay in L1 and row mode still wins, as it does on
+// rows of two vectors or more. Otherwise a 1×1 stride-1 unpadded convolution is a plain GEMM (x
+// is already its B). Strided, the direct kernel (row mode) pays on few input channels only (a
+// CNN's stem: im2col's column matrix, 7 MB for ResNet's, stays in no cache); on many, the padded
+// copy of every channel's phases cost more than im2col + GEMM (ResNet's 1×1 and 3×3 stride-2
+// convolutions measured slower direct).
 bool direct_forward(const ConvGeom& g, int lanes) {
   if (g.sh != 1 || g.sw != 1) return direct_conv_applies(g, true) && g.cg() <= STRIDED_DIRECT_CHANNELS;
-  return direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256);
+  return flat_forward(g, lanes) || (direct_conv_applies(g) && !g.pointwise() && (g.wo > lanes || g.k() <= 256));
+}
+
+// The forward direct kernel's geometry at `lanes` (flat where flat_forward says), and whether
+// it reads x in place (flat without junk, unpadded: the planes are x's).
+DirectConv forward_direct_geometry(const ConvGeom& g, int lanes) {
+  DirectConv d = direct_geometry(g, ConvPass::FORWARD, lanes);
+  d.flat = flat_forward(g, lanes);
+  return d;
+}
+
+bool reads_in_place(const ConvGeom& g, const DirectConv& d) { return d.flat && !d.flat_junk() && g.ph == 0 && g.pw == 0; }
+
+// Its scratch: the padded input (unless it reads x in place), then the flat buffer.
+int64_t padded_input_floats(const ConvGeom& g, const DirectConv& d) {
+  return reads_in_place(g, d) ? 0 : (d.padded_floats() + 15) / 16 * 16;
+}
+
+size_t forward_direct_scratch(const ConvGeom& g, int lanes) {
+  if (!direct_forward(g, lanes)) return 0;
+  const DirectConv d = forward_direct_geometry(g, lanes);
+  return static_cast<size_t>(padded_input_floats(g, d) + d.flat_buffer_floats()) * sizeof(float);
 }
 
 // A single image's forward pass splits its output channels into the parts instead of its
@@ -108,12 +144,15 @@ void forward_direct(const KernelArgs* a, const void* data) {
   const float* b = k.bias ? static_cast<const float*>(a->in[2]) : nullptr;
   float* y = static_cast<float*>(a->out[0]);
   float* xp = static_cast<float*>(a->scratch);
+  float* flat = xp + padded_input_floats(g, k.dc);
+  const bool in_place = reads_in_place(g, k.dc);
   const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
   for (int64_t n = k.n0; n < k.n1; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      direct_conv_pad(k.dc, x + n * image + grp * g.cg() * g.h * g.w, g.h, g.w, g.ph, g.pw, xp);
+      const float* xg = x + n * image + grp * g.cg() * g.h * g.w;
+      if (!in_place) direct_conv_pad(k.dc, xg, g.h, g.w, g.ph, g.pw, xp);
       const int64_t o = grp * g.og() + k.o0;
-      call_kernel(k.direct, {xp, w + o * g.k(), b ? b + o : nullptr}, y + n * out_image + o * g.p());
+      call_kernel(k.direct, {in_place ? xg : xp, w + o * g.k(), b ? b + o : nullptr, flat}, y + n * out_image + o * g.p());
     }
 }
 
@@ -392,10 +431,8 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   if (pass == ConvPass::FORWARD && winograd_applies(g))
     return static_cast<size_t>(winograd_scratch(g, g.o, winograd_gemm_bytes(g, g.o)).floats) * sizeof(float);
   size_t direct = 0;
-  // The scratch hook does not know the level: rows padded for the wider vectors, for every
-  // width the narrower vectors take the direct kernel at.
-  if (pass == ConvPass::FORWARD && direct_forward(g, 8))
-    direct = static_cast<size_t>(direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
+  // The scratch hook does not know the level: the larger of the two levels' needs.
+  if (pass == ConvPass::FORWARD) direct = std::max(forward_direct_scratch(g, 8), forward_direct_scratch(g, 16));
   if (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))
     direct = static_cast<size_t>((g.o * g.k() + 15) / 16 * 16 + direct_geometry(g, pass, 16).padded_floats()) * sizeof(float);
   if (pass == ConvPass::BACKWARD_WEIGHT && direct_weight_applies(g))
@@ -466,7 +503,7 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   }
   if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
       (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
-    k->dc = direct_geometry(g, pass, lanes_of(r.isa));
+    k->dc = pass == ConvPass::FORWARD ? forward_direct_geometry(g, lanes_of(r.isa)) : direct_geometry(g, pass, lanes_of(r.isa));
     if (by_channel) k->dc.og = k->channels;
     Result<std::string> name = attach_direct(r, cache, pass, *k);
     if (!name) return name.status();

@@ -2,9 +2,9 @@
 // 3→16 channels on 32×32, 16→16 on 16×16, and a depthwise 3×3 over 32 channels on 32×32, and at
 // ResNet-18's last two stages (256 channels on 14×14, 512 on 7×7); JIT at the best level, with
 // the kernel names as the label. oneDNN's rows for the same shapes (BM_conv_*_onednn) are in
-// baselines_onednn.cpp. BM_conv_*_direct times the direct kernel alone (ops/conv/conv_direct.h,
-// with its padding copy, as CONV2D runs it) on the shapes CONV2D gives im2col + GEMM instead, so
-// that both choices are measured in the same run.
+// baselines_onednn.cpp. BM_conv_*_direct times the direct kernel's row mode alone
+// (ops/conv/conv_direct.h, with its padding copy, as CONV2D runs it) on small maps and 1×1s, where
+// CONV2D takes im2col + GEMM or flat mode instead, so that the choices are measured in one run.
 #include <benchmark/benchmark.h>
 
 #include <vector>
