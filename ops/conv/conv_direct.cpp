@@ -23,6 +23,7 @@
 #include "jit/act_snippet.h"
 #include "jit/frame.h"
 #include "jit/vecgen.h"
+#include "ops/conv/conv_columns.h"
 
 namespace nnasm {
 namespace {
@@ -355,10 +356,7 @@ void direct_conv_pad(const DirectConv& d, const float* x, int64_t h, int64_t w, 
         std::memcpy(row + pw, src, static_cast<size_t>(cols) * sizeof(float));
         continue;
       }
-      for (int64_t i = 0; i < cols; ++i) {  // padded column i + pw: phase (i + pw) mod 2
-        const int64_t col = i + pw;
-        row[col % 2 * hp * rs + col / 2] = src[i];
-      }
+      split_columns(src, cols, pw, row, row + hp * rs);
     }
 }
 

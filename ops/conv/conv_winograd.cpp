@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/conv/conv_columns.h"
+
 namespace nnasm {
 namespace {
 
