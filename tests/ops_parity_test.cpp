@@ -690,6 +690,7 @@ const std::vector<ConvCase>& conv_cases() {
       {2, 8, 10, 9, 16, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},
       {5, 8, 16, 14, 9, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 8, 9, 130, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},  // output transform in bands of one tile row
+      {1, 16, 89, 91, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},  // products in bands of 23 tile rows and a last of 22
       // Stride 2 on few input channels: the direct kernel at stride 2 (ResNet's 7×7 stem on odd
       // sizes, a 3×3 one on one channel, an even 4×4 kernel with unequal padding).
       {2, 3, 23, 21, 10, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1},

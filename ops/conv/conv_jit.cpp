@@ -168,42 +168,64 @@ void forward_depthwise(const KernelArgs* a, const void* data) {
 }
 
 // Channels [o0, o0 + channels) of images [n0, n1) by F(2×2, 3×3): the part's weights
-// transformed once, then per group of images their tiles, the 16 products, the output tiles, and
-// the epilogue.
+// transformed once, then per product (winograd_products: a group of images, or a band of one
+// image's tile rows) the input tiles, the 16 GEMMs and the output tiles; each image's epilogue
+// once its last product is out.
 void forward_winograd(const KernelArgs* a, const void* data) {
   const ConvKernel& k = *static_cast<const ConvKernel*>(data);
   const ConvGeom& g = k.g;
   const float* x = static_cast<const float*>(a->in[0]);
+  const float* bias = k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr;
   float* y = static_cast<float*>(a->out[0]);
   float* s = static_cast<float*>(a->scratch);
   const WinogradScratch& ws = k.ws;
   call_kernel(k.weight_gemm, {winograd_weight_matrix(), static_cast<const float*>(a->in[1]) + k.o0 * g.c * 9}, s + ws.u,
               s + ws.gemm);
-  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p(), tiles = winograd_tiles(g).t();
-  const int64_t group = winograd_images(g);
-  for (int64_t n0 = k.n0; n0 < k.n1; n0 += group) {
-    const int64_t images = std::min(group, k.n1 - n0), ld = images * tiles;  // the product's dense rows
-    for (int64_t i = 0; i < images; ++i) k.wt.input(g, x + (n0 + i) * image, s + ws.xp, s + ws.v + i * tiles, ws.v_plane, ld);
-    const KernelFn gemm = images == group ? k.gemm : k.gemm_rest;
+  const WinogradTiles t = winograd_tiles(g);
+  const WinogradProducts pr = winograd_products(g);
+  const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
+  auto product = [&](KernelFn gemm) {
     for (int64_t e = 0; e < 16; ++e)
       call_kernel(gemm, {s + ws.u + e * ws.u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
-    for (int64_t i = 0; i < images; ++i) {
-      float* yn = y + (n0 + i) * out_image;
-      k.wt.output(g, s + ws.m + i * tiles, ws.m_plane, ld, k.o0, k.channels, yn, s + ws.tmp);
-      float* yo = yn + k.o0 * g.p();
-      if (k.epilogue) call_kernel(k.epilogue, {yo, k.bias ? static_cast<const float*>(a->in[2]) + k.o0 : nullptr}, yo);
+  };
+  auto epilogue = [&](int64_t n) {
+    float* yo = y + n * out_image + k.o0 * g.p();
+    if (k.epilogue) call_kernel(k.epilogue, {yo, bias}, yo);
+  };
+  for (int64_t n0 = k.n0; n0 < k.n1; n0 += pr.images) {
+    const int64_t images = std::min(pr.images, k.n1 - n0);
+    if (images > 1 || pr.rows == t.th) {  // whole images side by side (ld: the product's dense rows)
+      const int64_t ld = images * t.t();
+      for (int64_t i = 0; i < images; ++i) {
+        k.wt.pad(g, x + (n0 + i) * image, s + ws.xp);
+        k.wt.input(g, s + ws.xp, 0, t.th, s + ws.v + i * t.t(), ws.v_plane, ld);
+      }
+      product(images == pr.images ? k.gemm : k.gemm_rest);
+      for (int64_t i = 0; i < images; ++i) {
+        k.wt.output(g, s + ws.m + i * t.t(), ws.m_plane, ld, 0, t.th, k.o0, k.channels, y + (n0 + i) * out_image,
+                    s + ws.tmp);
+        epilogue(n0 + i);
+      }
+      continue;
     }
+    k.wt.pad(g, x + n0 * image, s + ws.xp);  // one image in bands of tile rows
+    for (int64_t ty0 = 0; ty0 < t.th; ty0 += pr.rows) {
+      const int64_t ty1 = std::min(t.th, ty0 + pr.rows), ld = (ty1 - ty0) * t.tw;
+      k.wt.input(g, s + ws.xp, ty0, ty1, s + ws.v, ws.v_plane, ld);
+      product(ty1 - ty0 == pr.rows ? k.gemm : k.gemm_rest);
+      k.wt.output(g, s + ws.m, ws.m_plane, ld, ty0, ty1, k.o0, k.channels, y + n0 * out_image, s + ws.tmp);
+    }
+    epilogue(n0);
   }
 }
 
-// One of the 16 products of F(2×2, 3×3) for `channels` output channels and the tiles of `images`
-// images, M[ξ] = U[ξ]·V[ξ] (with V's and M's rows `ld` floats long: jit_gemm's operands are
-// dense, so ld is images · tiles, the group's); and the weights' transform for those channels,
-// U = K·wᵀ (K: winograd_weight_matrix).
-GemmJitDesc winograd_gemm(const ConvGeom& g, int64_t channels, int64_t images) {
+// One of the 16 products of F(2×2, 3×3) for `channels` output channels over `columns` tiles,
+// M[ξ] = U[ξ]·V[ξ] (jit_gemm's operands are dense: V's and M's rows are the product's tiles);
+// and the weights' transform for those channels, U = K·wᵀ (K: winograd_weight_matrix).
+GemmJitDesc winograd_gemm(const ConvGeom& g, int64_t channels, int64_t columns) {
   GemmJitDesc d;
   d.op = "conv2d_winograd";
-  d.m = channels, d.n = images * winograd_tiles(g).t(), d.k = g.c;
+  d.m = channels, d.n = columns, d.k = g.c;
   return d;
 }
 
@@ -215,7 +237,7 @@ GemmJitDesc winograd_weight_gemm(const ConvGeom& g, int64_t channels) {
 }
 
 size_t winograd_gemm_bytes(const ConvGeom& g, int64_t channels) {
-  return std::max(jit_gemm_scratch_bytes(winograd_gemm(g, channels, winograd_images(g))),
+  return std::max(jit_gemm_scratch_bytes(winograd_gemm(g, channels, winograd_products(g).columns)),
                   jit_gemm_scratch_bytes(winograd_weight_gemm(g, channels)));
 }
 
@@ -484,10 +506,14 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   if (pass == ConvPass::FORWARD && winograd_applies(g)) {
     k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels));
     k->wt = winograd_transforms(r.isa);
-    const int64_t group = winograd_images(g), rest = (k->n1 - k->n0) % group;
-    Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(winograd_gemm(g, k->channels, group), r.isa, cache);
+    // The last product of the part: a smaller group of images, or a shorter band of tile rows.
+    const WinogradProducts pr = winograd_products(g);
+    const WinogradTiles t = winograd_tiles(g);
+    const int64_t rest = pr.images > 1 || pr.rows == t.th ? (k->n1 - k->n0) % pr.images * t.t() : t.th % pr.rows * t.tw;
+    Result<std::shared_ptr<const JitKernel>> gemm = jit_gemm(winograd_gemm(g, k->channels, pr.columns), r.isa, cache);
     if (!gemm || !gemm.value()) return gemm;
-    Result<std::shared_ptr<const JitKernel>> gemm_rest = jit_gemm(winograd_gemm(g, k->channels, rest ? rest : group), r.isa, cache);
+    Result<std::shared_ptr<const JitKernel>> gemm_rest =
+        jit_gemm(winograd_gemm(g, k->channels, rest ? rest : pr.columns), r.isa, cache);
     if (!gemm_rest || !gemm_rest.value()) return gemm_rest;
     k->gemm_rest = gemm_rest.value()->fn();
     k->keep.push_back(gemm_rest.value());

@@ -23,6 +23,9 @@ constexpr int64_t MIN_TILES = 32;
 // Columns (tiles) a product should have: each transformed weight it loads then serves a 64-wide
 // row of M, as the GEMM's micro-kernel is wide.
 constexpr int64_t PRODUCT_TILES = 64;
+// Bytes of V and M a product may take (64·(C + O) a tile) before a large image's tiles go in
+// bands: without them a 512×512 map of 64 channels would ask for half a GiB of scratch.
+constexpr int64_t PRODUCT_BYTES = int64_t(4) << 20;
 
 int64_t lines(int64_t floats) { return (floats + 15) / 16 * 16; }
 
@@ -43,8 +46,15 @@ WinogradTiles winograd_tiles(const ConvGeom& g) {
   return t;
 }
 
-int64_t winograd_images(const ConvGeom& g) {
-  return std::clamp<int64_t>((PRODUCT_TILES + winograd_tiles(g).t() - 1) / winograd_tiles(g).t(), 1, g.n);
+WinogradProducts winograd_products(const ConvGeom& g) {
+  const WinogradTiles t = winograd_tiles(g);
+  WinogradProducts p;
+  p.images = std::clamp<int64_t>((PRODUCT_TILES + t.t() - 1) / t.t(), 1, g.n);
+  const int64_t row_bytes = 64 * (g.c + g.o) * t.tw;  // V and M of one row of tiles
+  const int64_t bands = (t.th + std::max<int64_t>(1, PRODUCT_BYTES / row_bytes) - 1) / std::max<int64_t>(1, PRODUCT_BYTES / row_bytes);
+  p.rows = p.images > 1 ? t.th : (t.th + bands - 1) / bands;  // bands of equal rows, but the last
+  p.columns = p.images * p.rows * t.tw;
+  return p;
 }
 
 bool winograd_applies(const ConvGeom& g) {
@@ -57,8 +67,8 @@ WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes
   const WinogradTiles t = winograd_tiles(g);
   WinogradScratch s;
   s.u_plane = o * g.c;
-  s.v_plane = plane(g.c * winograd_images(g) * t.t());
-  s.m_plane = plane(o * winograd_images(g) * t.t());
+  s.v_plane = plane(g.c * winograd_products(g).columns);
+  s.m_plane = plane(o * winograd_products(g).columns);
   s.u = 0;
   s.v = s.u + lines(16 * s.u_plane);
   s.m = s.v + 16 * s.v_plane;
@@ -104,9 +114,9 @@ namespace avx512 {
 
 WinogradTransforms winograd_transforms(Isa isa) {
   switch (isa) {
-    case Isa::AVX512: return {avx512::input, avx512::output};
-    case Isa::AVX2: return {avx2::input, avx2::output};
-    default: return {generic::input, generic::output};
+    case Isa::AVX512: return {avx512::pad, avx512::input, avx512::output};
+    case Isa::AVX2: return {avx2::pad, avx2::input, avx2::output};
+    default: return {generic::pad, generic::input, generic::output};
   }
 }
 

@@ -30,9 +30,14 @@ struct WinogradTiles {
 };
 WinogradTiles winograd_tiles(const ConvGeom& g);
 
-// Images whose tiles one product takes side by side (V and M hold `images · t()` columns): enough
-// for a product wide enough to reuse each transformed weight it loads, at most g.n.
-int64_t winograd_images(const ConvGeom& g);
+// What one product (the 16 GEMMs) takes: the tiles of `images` whole images side by side, or, on
+// a large map, one image's band of `rows` rows of tiles, so that V and M stay a few MiB however
+// large the image (the scratch is sized by the widest product). `columns`: the widest product's
+// tiles. The last group or band of a part may be narrower.
+struct WinogradProducts {
+  int64_t images, rows, columns;
+};
+WinogradProducts winograd_products(const ConvGeom& g);
 
 // Whether the forward pass of g takes F(2×2, 3×3): 3×3 taps, stride and dilation 1, one group,
 // padding at most 1, and enough tiles (over the images) that the products saved outweigh
@@ -41,7 +46,7 @@ int64_t winograd_images(const ConvGeom& g);
 bool winograd_applies(const ConvGeom& g);
 
 // The scratch layout of one part computing `o` output channels, in floats from the start: U
-// ([16][o·C], what the weights' product writes), V ([16][C][images·t]) and M ([16][o][images·t]),
+// ([16][o·C], what the weights' product writes), V ([16][C][columns]) and M ([16][o][columns]),
 // each 16 planes `*_plane` floats apart
 // (V's and M's rounded up past a whole number of 4 KiB pages, so that the 16 streams a transform
 // reads or writes do not all fall into one set of the L1 cache); the padded input (with room
@@ -58,14 +63,17 @@ WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes
 const float* winograd_weight_matrix();
 
 // The input and output transforms, compiled for one instruction-set level (winograd_transforms).
+// Tile rows [ty0, ty1) of an image are tiles t = (ty − ty0)·tw + tx of the product.
 struct WinogradTransforms {
-  // V[ξ][c][t] of one image x ([C, H, W]) at v + ξ·plane + c·ld + t; xp is scratch for the padded
-  // copy (hp × wp floats a channel, then 4 × wp).
-  void (*input)(const ConvGeom& g, const float* x, float* xp, float* v, int64_t plane, int64_t ld);
-  // y[o0 + o] (one image's [O, Ho, Wo]) from M[ξ][o][t] at m + ξ·plane + o·ld + t, o < o_count; no
-  // bias or activation. tmp: scratch for a band of tile rows (WinogradScratch::tmp).
-  void (*output)(const ConvGeom& g, const float* m, int64_t plane, int64_t ld, int64_t o0, int64_t o_count, float* y,
-                 float* tmp);
+  // The padded copy xp (hp × wp floats a channel, then room for 4 × wp) of one image x ([C, H, W]).
+  void (*pad)(const ConvGeom& g, const float* x, float* xp);
+  // V[ξ][c][t] of tile rows [ty0, ty1) of the image padded in xp, at v + ξ·plane + c·ld + t.
+  void (*input)(const ConvGeom& g, float* xp, int64_t ty0, int64_t ty1, float* v, int64_t plane, int64_t ld);
+  // Output rows of tile rows [ty0, ty1) of y[o0 + o] (one image's [O, Ho, Wo]) from M[ξ][o][t] at
+  // m + ξ·plane + o·ld + t, o < o_count; no bias or activation. tmp: scratch for a band of tile
+  // rows (WinogradScratch::tmp).
+  void (*output)(const ConvGeom& g, const float* m, int64_t plane, int64_t ld, int64_t ty0, int64_t ty1, int64_t o0,
+                 int64_t o_count, float* y, float* tmp);
 };
 // The transforms for `isa`: plain C++ loops compiled for that level's vectors (AVX-512, AVX2 +
 // FMA, or the baseline for REF), so that a cap on the level (NNASM_ISA) holds for them too.
