@@ -32,9 +32,9 @@ bool plannable(const Program& p, const Uses& u, TensorId id) {
 }
 
 bool may_write_in_place(const Program& p, const Instruction& ins, size_t k) {
-  // A RESHAPE's or FLATTEN's output is its input's bytes under another shape: over the input's
-  // slot it is already written (their kernel skips the copy).
-  if (ins.op == Opcode::RESHAPE || ins.op == Opcode::FLATTEN)
+  // A view's output is its input's bytes under another shape: over the input's slot it is
+  // already written (its kernel skips the copy).
+  if (ins.info().flags & OPF_VIEW)
     return ins.out.size() == 1 && k == 0 && storage_bytes(p.desc(ins.in[0]).type) == storage_bytes(p.desc(ins.out[0]).type);
   const OpCategory c = ins.info().category;
   if (c != OpCategory::ELEMENTWISE_UNARY && c != OpCategory::ELEMENTWISE_BINARY) return false;

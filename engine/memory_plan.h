@@ -17,8 +17,9 @@
 //
 // In-place rewriting. Where an elementwise instruction's input k has exactly the output's type
 // (not broadcast) and dies there (its last read, and it is planned), the output takes over its
-// slot: both are the same bytes, and the kernels allow it (ops/op.h states the rule). A RESHAPE
-// (or FLATTEN) whose input dies there takes over its slot the same way, and then copies nothing.
+// slot: both are the same bytes, and the kernels allow it (ops/op.h states the rule). A view
+// (OPF_VIEW: RESHAPE, FLATTEN) whose input dies there takes over its slot the same way, and then
+// copies nothing.
 //
 // Placement. Greedy by size: tensors (an in-place chain counts as one, its lifetimes joined) are
 // placed largest first, ties by first use, each at the lowest 64-byte-aligned offset where it
@@ -75,7 +76,7 @@ bool plannable(const Program& p, const Uses& u, TensorId id);
 
 // Whether the op of `ins` allows its output to be written over input k: an elementwise op
 // (ELEMENTWISE_UNARY or ELEMENTWISE_BINARY, ACT_BWD included), whose input k has exactly the
-// output's type, or a RESHAPE (the same bytes). Whether input k dies there is the caller's
+// output's type, or a view (OPF_VIEW: the same bytes). Whether input k dies there is the caller's
 // question.
 bool may_write_in_place(const Program& p, const Instruction& ins, size_t k);
 

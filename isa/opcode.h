@@ -26,6 +26,9 @@ enum OpFlags : uint32_t {
   // and no other operand of the instruction; they count as updated in place for the passes, and
   // the instruction is never merged, folded or removed.
   OPF_UPDATES_STATE = 1u << 6,
+  // The output is the input's bytes under another shape: the memory planner may give it the
+  // input's slot where the input dies there, and the kernel then copies nothing.
+  OPF_VIEW = 1u << 7,
 };
 
 enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA, LOSS, OPTIMIZER };

@@ -70,8 +70,8 @@ using ShapeFn = Status (*)(const Instruction& ins, const std::vector<TensorType>
 // Requires: operands match the types shape inference produced. Outputs do not overlap inputs or
 // each other, with one exception, which the memory planner uses (engine/memory_plan.h): the
 // output of an ELEMENTWISE_UNARY or ELEMENTWISE_BINARY op may be exactly the bytes of an input of
-// the same type (never a broadcast input, never a partial overlap), and a RESHAPE's output
-// exactly its input's bytes. Those kernels must read
+// the same type (never a broadcast input, never a partial overlap), and a view's (OPF_VIEW)
+// output exactly its input's bytes. Those kernels must read
 // element i of every input before writing element i of the output, and write nothing else an
 // element still to come needs: the reference loops go index by index (no __restrict), the JIT
 // elementwise generator loads each vector before storing it. Must not allocate (it runs on the

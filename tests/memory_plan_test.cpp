@@ -212,6 +212,30 @@ TEST(MemoryPlan, ElementwiseChainRunsInPlace) {
   }
 }
 
+// A RESHAPE (a view, OPF_VIEW) whose input dies there takes over the input's slot and copies
+// nothing; the values come through.
+TEST(MemoryPlan, ViewTakesItsDyingInputsSlot) {
+  Context ctx;
+  unfused(ctx);
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {4, 250});
+  Var a = exp(x);
+  Var b = reshape(a, {1000});
+  g.output(neg(b), "y");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  auto ex = prepared(p);
+  ASSERT_TRUE(ex);
+  const MemoryPlan& plan = ex->memory_plan();
+  EXPECT_EQ(slot_of(plan, b).in_place_of, a.id());
+  EXPECT_EQ(slot_of(plan, b).offset, slot_of(plan, a).offset);
+  fill_inputs(ctx, p);
+  ex->run();
+  const float* xv = ex->tensor("x")->f32();
+  const float* y = ex->tensor("y")->f32();
+  for (int i = 0; i < 1000; ++i) EXPECT_NEAR(y[i], -std::exp(double(xv[i])), 1e-5) << i;
+}
+
 // A broadcast input is never written over: its slot is smaller than the output.
 TEST(MemoryPlan, NoInPlaceOverABroadcastInput) {
   Context ctx;
