@@ -184,38 +184,27 @@ void forward_winograd(const KernelArgs* a, const void* data) {
   const WinogradTiles t = winograd_tiles(g);
   const WinogradProducts pr = winograd_products(g);
   const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
-  auto product = [&](KernelFn gemm) {
-    for (int64_t e = 0; e < 16; ++e)
-      call_kernel(gemm, {s + ws.u + e * ws.u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
-  };
-  auto epilogue = [&](int64_t n) {
-    float* yo = y + n * out_image + k.o0 * g.p();
-    if (k.epilogue) call_kernel(k.epilogue, {yo, bias}, yo);
-  };
+  // A product: tile rows [ty0, ty1) of `images` images side by side (several whole images, or one
+  // image's band of rows: winograd_products), a dense row of `columns` tiles in V and M.
   for (int64_t n0 = k.n0; n0 < k.n1; n0 += pr.images) {
     const int64_t images = std::min(pr.images, k.n1 - n0);
-    if (images > 1 || pr.rows == t.th) {  // whole images side by side (ld: the product's dense rows)
-      const int64_t ld = images * t.t();
-      for (int64_t i = 0; i < images; ++i) {
-        k.wt.pad(g, x + (n0 + i) * image, s + ws.xp);
-        k.wt.input(g, s + ws.xp, 0, t.th, s + ws.v + i * t.t(), ws.v_plane, ld);
-      }
-      product(images == pr.images ? k.gemm : k.gemm_rest);
-      for (int64_t i = 0; i < images; ++i) {
-        k.wt.output(g, s + ws.m + i * t.t(), ws.m_plane, ld, 0, t.th, k.o0, k.channels, y + (n0 + i) * out_image,
-                    s + ws.tmp);
-        epilogue(n0 + i);
-      }
-      continue;
-    }
-    k.wt.pad(g, x + n0 * image, s + ws.xp);  // one image in bands of tile rows
     for (int64_t ty0 = 0; ty0 < t.th; ty0 += pr.rows) {
-      const int64_t ty1 = std::min(t.th, ty0 + pr.rows), ld = (ty1 - ty0) * t.tw;
-      k.wt.input(g, s + ws.xp, ty0, ty1, s + ws.v, ws.v_plane, ld);
-      product(ty1 - ty0 == pr.rows ? k.gemm : k.gemm_rest);
-      k.wt.output(g, s + ws.m, ws.m_plane, ld, ty0, ty1, k.o0, k.channels, y + n0 * out_image, s + ws.tmp);
+      const int64_t ty1 = std::min(t.th, ty0 + pr.rows), band = (ty1 - ty0) * t.tw, columns = images * band;
+      for (int64_t i = 0; i < images; ++i) {
+        if (images > 1 || ty0 == 0) k.wt.pad(g, x + (n0 + i) * image, s + ws.xp);  // one image's copy at a time
+        k.wt.input(g, s + ws.xp, ty0, ty1, s + ws.v + i * band, ws.v_plane, columns);
+      }
+      const KernelFn gemm = columns == pr.columns ? k.gemm : k.gemm_rest;
+      for (int64_t e = 0; e < 16; ++e)
+        call_kernel(gemm, {s + ws.u + e * ws.u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
+      for (int64_t i = 0; i < images; ++i)
+        k.wt.output(g, s + ws.m + i * band, ws.m_plane, columns, ty0, ty1, k.o0, k.channels, y + (n0 + i) * out_image,
+                    s + ws.tmp);
     }
-    epilogue(n0);
+    for (int64_t i = 0; i < images; ++i) {  // each image's bias and activation once its tiles are out
+      float* yo = y + (n0 + i) * out_image + k.o0 * g.p();
+      if (k.epilogue) call_kernel(k.epilogue, {yo, bias}, yo);
+    }
   }
 }
 
