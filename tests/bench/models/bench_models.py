@@ -196,10 +196,11 @@ def print_peak_share(args, rows, threads, overhead):
     print()
     print("| model | batch | threads | GFLOP a run | nnasm GFLOP/s | of peak | ORT − overhead GFLOP/s | of peak |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    flops_of = {(row.name, row.batch): export_zoo.count_flops(row.name, row.batch) for row in rows}
     for t in threads:
         top = peak["gflops_1"] if t == 1 else peak["gflops_n"] * t / peak["threads"]
         for row in rows:
-            flops = export_zoo.count_flops(row.name, row.batch)
+            flops = flops_of[(row.name, row.batch)]
             if flops is None or ("nnasm", t) not in row.times:
                 continue
             nn = flops / statistics.median(row.times[("nnasm", t)]) / 1e3
