@@ -50,6 +50,14 @@ class Context final : public TensorMap {
   uint64_t seed() const { return seed_; }
   void set_seed(uint64_t s) { seed_ = s; }
 
+  // Tells the executors of this context that params (or constants) were written since their
+  // last run, so that each recomputes its derive section (isa/instruction.h) before its next
+  // forward run. Executors call it after an update section and after a forward run in training
+  // mode (running statistics); whoever else writes a param, constant or state through a pointer
+  // after a run (a loader, a gradient check) must call it too. Counts the changes.
+  void params_changed() { ++params_version_; }
+  uint64_t params_version() const { return params_version_; }
+
   // Code generation: from the environment at construction (NNASM_JIT, NNASM_ISA), changeable
   // before prepare. The cache holds every kernel generated for this context.
   const JitConfig& jit() const { return jit_; }
@@ -98,6 +106,7 @@ class Context final : public TensorMap {
   void log(const std::string& msg) const;
 
  private:
+  uint64_t params_version_ = 0;
   std::unordered_map<TensorId, Tensor> tensors_;
   uint64_t seed_;
   JitConfig jit_;

@@ -169,10 +169,31 @@ void Executor::run_step(const Step& s) {
   else if (s.n_parts == 1) s.fn(&s.args);
 }
 
+void Executor::derive_if_stale() const {
+  if (!derives_ || derived_version_ == ctx_->params_version()) return;
+  derived_version_ = ctx_->params_version();
+  const int k = static_cast<int>(Section::DERIVE);
+  if (stream_[k]) {
+    stream_[k](nullptr);
+  } else {
+    const auto [b, e] = sections_[k];
+    for (size_t i = b; i < e; ++i) run_step(steps_[i]);
+  }
+}
+
+bool Executor::derived(TensorId id) const {
+  const auto [b, e] = program_->section_range(Section::DERIVE);
+  for (size_t i = b; i < e; ++i)
+    for (TensorId o : program_->code()[i].out)
+      if (o == id) return true;
+  return false;
+}
+
 void Executor::run(Section sec) {
   const DenormalScope denormals(state_.flush_denormals);
   const int k = static_cast<int>(sec);
   if (sec == Section::FORWARD) {
+    derive_if_stale();
     state_.run_index = forward_runs_++;
     next_step_ = 0;  // a run_steps run in progress is abandoned
   }
@@ -182,6 +203,8 @@ void Executor::run(Section sec) {
     const auto [b, e] = sections_[k];
     for (size_t i = b; i < e; ++i) run_step(steps_[i]);
   }
+  if (sec == Section::UPDATE ? sections_[k].first < sections_[k].second : sec == Section::FORWARD && state_.training)
+    ctx_->params_changed();  // updated params; running statistics a training run wrote
 }
 
 namespace {
@@ -204,7 +227,10 @@ void Executor::run_part_timed(void* timing, int task) {
 
 void Executor::run_timed(Section sec, double* seconds, PartTime* parts) {
   const DenormalScope denormals(state_.flush_denormals);
-  if (sec == Section::FORWARD) state_.run_index = forward_runs_++;
+  if (sec == Section::FORWARD) {
+    derive_if_stale();
+    state_.run_index = forward_runs_++;
+  }
   const auto [b, e] = sections_[static_cast<int>(sec)];
   for (size_t i = b; i < e; ++i) {
     const Step& s = steps_[i];
@@ -217,6 +243,9 @@ void Executor::run_timed(Section sec, double* seconds, PartTime* parts) {
     }
     seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  const int k = static_cast<int>(sec);
+  if (sec == Section::UPDATE ? sections_[k].first < sections_[k].second : sec == Section::FORWARD && state_.training)
+    ctx_->params_changed();
 }
 
 void Executor::run_parallel(const void* step) { run_step(*static_cast<const Step*>(step)); }
@@ -413,13 +442,19 @@ Status Executor::bind(TensorId id, void* p) {
 Result<std::unique_ptr<Executor>> Executor::instantiate() const {
   std::unique_ptr<Executor> in(new Executor(*program_, *ctx_));
   const Context& ctx = *ctx_;
+  // The instance reads this executor's derived tensors, so they must be current now.
+  {
+    const DenormalScope denormals(state_.flush_denormals);
+    derive_if_stale();
+  }
+  in->derives_ = false;
   // What a run writes, by the template's addresses: the arena, and every tensor outside it that
   // does not persist across runs.
   std::vector<const Tensor*> own;
   size_t own_bytes = 0;
   for (TensorId id : program_->tensors()) {
     const Tensor& t = ctx.at(id);
-    if (t.desc.sigil() == '@' || plan_.find(id) || t.data.empty()) continue;
+    if (t.desc.sigil() == '@' || plan_.find(id) || t.data.empty() || derived(id)) continue;
     own.push_back(&t);
     own_bytes += padded_bytes(t.data.bytes());  // each copy 64-byte aligned, as the original
   }
@@ -480,7 +515,10 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
 bool Executor::run_steps(size_t max_steps) {
   const DenormalScope denormals(state_.flush_denormals);
   const auto [b, e] = sections_[static_cast<int>(Section::FORWARD)];
-  if (next_step_ == 0) state_.run_index = forward_runs_++;
+  if (next_step_ == 0) {
+    derive_if_stale();
+    state_.run_index = forward_runs_++;
+  }
   size_t i = b + next_step_;
   for (const size_t stop = std::min(e, i + max_steps); i < stop; ++i) run_step(steps_[i]);
   next_step_ = i - b;

@@ -41,7 +41,10 @@ class Executor {
   // several parts run them on the context's thread pool (as it was at prepare); results are
   // bitwise the same for any thread count.
   void run() { run(Section::FORWARD); }
-  // Runs one section's instructions in order. No allocation.
+  // Runs one section's instructions in order. No allocation. A forward run first runs the derive
+  // section (isa/instruction.h) when it has not run since the context's params last changed
+  // (Context::params_changed; an update section counts as a change); an instance never does:
+  // it reads its template's.
   void run(Section s);
   // One training step: forward, backward, update. No allocation.
   void train_step();
@@ -97,7 +100,8 @@ class Executor {
   // tensor's first binding.
   Status bind(TensorId id, void* p);
 
-  // Runs up to `max_steps` instructions of the forward section, starting where the previous call
+  // Runs up to `max_steps` instructions of the forward section (after the derive section, as
+  // run() does), starting where the previous call
   // stopped (a new forward run when the previous one finished); true once the run is complete.
   // Lets a caller spread one run over several frames; run() abandons a run in progress. No
   // allocation.
@@ -145,6 +149,10 @@ class Executor {
   void* storage(TensorId id) const;
   // plan_ for program(), verified, and arena_ to hold it.
   Status plan_arena();
+  // Runs the derive section if the context's params changed since it last ran (never for an
+  // instance). Writes only the derived tensors, which runs of instances read.
+  void derive_if_stale() const;
+  bool derived(TensorId id) const;  // whether the derive section computes tensor `id`
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
   // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);
@@ -175,6 +183,10 @@ class Executor {
   // Program::check_state_writable of program(), checked at prepare: set_training(true) needs it.
   Status state_writable_;
   uint64_t forward_runs_ = 0;  // the index the next forward run gets
+  // The context's params_version() when the derive section last ran; an instance's is never
+  // compared (derives_ false).
+  mutable uint64_t derived_version_ = ~uint64_t(0);
+  bool derives_ = true;
   std::vector<Step> steps_;
   std::pair<size_t, size_t> sections_[SECTION_COUNT];  // [begin, end) of each section in steps_
   // Backing arrays that the steps' KernelArgs point into; sized before any pointer is taken.

@@ -177,6 +177,7 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
   const float* yv = copy->ctx.at(yq).f32();
   auto scalar = [&] {
     ex.set_run_index(0);  // every run draws the same random numbers (DROPOUT's mask)
+    copy->ctx.params_changed();  // a perturbed param reaches the derive section
     ex.run(Section::FORWARD);
     double acc = 0;
     for (int64_t i = 0; i < ny; ++i) acc += static_cast<double>(yv[i]) * r[static_cast<size_t>(i)];

@@ -27,8 +27,10 @@ void MemoryPlan::add(const PlannedTensor& t) {
 }
 
 bool plannable(const Program& p, const Uses& u, TensorId id) {
-  return p.desc(id).role == Role::TEMPORARY && u.producer(id) != Uses::NONE && !u.observable(id) &&
-         !u.updated_in_place(id);
+  if (p.desc(id).role != Role::TEMPORARY || u.observable(id) || u.updated_in_place(id)) return false;
+  const size_t producer = u.producer(id);
+  // The derive section's results persist across runs (it runs only when the params change).
+  return producer != Uses::NONE && p.code()[producer].section != Section::DERIVE;
 }
 
 bool may_write_in_place(const Program& p, const Instruction& ins, size_t k) {

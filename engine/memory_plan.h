@@ -11,7 +11,8 @@
 // that later instructions may have reused.
 //
 // Planned tensors. TEMPORARY role, defined by an instruction, and not observable (engine/passes/
-// uses.h: not an output, not a handed-out gradient or NAME.grad, not updated in place). Anything
+// uses.h: not an output, not a handed-out gradient or NAME.grad, not updated in place), and not
+// computed by the derive section, whose results persist across runs. Anything
 // a caller reads after a run must therefore be an output (gradcheck and `nnasm run --out` mark
 // what they read). Every other tensor keeps storage of its own.
 //

@@ -12,6 +12,7 @@ std::string SrcLoc::str() const {
 
 const char* section_name(Section s) {
   switch (s) {
+    case Section::DERIVE: return "derive";
     case Section::FORWARD: return "forward";
     case Section::BACKWARD: return "backward";
     case Section::UPDATE: return "update";

@@ -106,6 +106,8 @@ Status Program::append(Instruction ins) {
       return Status::errorf("{}: immediate '{}' has an invalid value {}", info.mnemonic, spec.key, v.i);
   }
 
+  if (ins.section == Section::DERIVE) NNASM_TRY(check_derived(ins));
+
   std::vector<TensorType> in_types;
   for (int k = 0; k < n_in; ++k) {
     const TensorDesc* t = map_->find_desc(ins.in[k]);
@@ -147,6 +149,28 @@ Status Program::append(Instruction ins) {
     defined_.insert(ins.out[k]);
   }
   code_.push_back(std::move(ins));
+  return Status::ok();
+}
+
+// The derive section runs only when the params change (isa/instruction.h), so what it computes
+// must follow from params, constants and state alone: no inputs, no mode or random draws, and
+// nothing a caller reads.
+Status Program::check_derived(const Instruction& ins) const {
+  const OpInfo& info = op_info(ins.op);
+  if (info.flags & (OPF_MODE | OPF_RANDOM | OPF_INPLACE | OPF_UPDATES_STATE))
+    return Status::errorf("{} cannot be in the derive section: it depends on the run or updates its operands", info.mnemonic);
+  for (size_t k = 0; k < ins.in.size(); ++k) {
+    const TensorDesc* t = map_->find_desc(ins.in[k]);
+    if (t && t->role == Role::INPUT)
+      return Status::errorf("{}: input {} ({}{}) is {}: the derive section reads only params, constants, state and what it derived",
+                            info.mnemonic, k + 1, t->sigil(), t->name, role_name(t->role));
+  }
+  for (size_t k = 0; k < ins.out.size(); ++k) {
+    const TensorDesc* t = map_->find_desc(ins.out[k]);
+    if (t && (t->role != Role::TEMPORARY || t->is_output))
+      return Status::errorf("{}: output {}{} of the derive section must be a temporary, not {}", info.mnemonic, t->sigil(),
+                            t->name, t->is_output ? "an output" : role_name(t->role));
+  }
   return Status::ok();
 }
 

@@ -103,6 +103,8 @@ class Program {
   Status check_state_writable() const;
 
  private:
+  Status check_derived(const Instruction& ins) const;  // append's rules for the derive section
+
   TensorMap* map_;
   std::vector<TensorId> order_;
   std::unordered_map<std::string, TensorId> by_name_;

@@ -20,7 +20,7 @@ namespace nnasm {
 namespace {
 
 // The sections in the order a listing must give them; a new Section value is added here too.
-constexpr Section SECTIONS[] = {Section::FORWARD, Section::BACKWARD, Section::UPDATE};
+constexpr Section SECTIONS[] = {Section::DERIVE, Section::FORWARD, Section::BACKWARD, Section::UPDATE};
 
 char sigil_of(const Token& t) { return t.kind == Tok::GLOBAL ? '@' : '%'; }
 bool is_operand(const Token& t) { return t.kind == Tok::LOCAL || t.kind == Tok::GLOBAL; }
@@ -75,18 +75,18 @@ class Parser {
       if (peek(1).kind == Tok::COLON) return section_label();
       if (t.text == "output") return output_line();
       if (t.text == "mode" && peek(1).kind == Tok::IDENT) {
-        if (in_section_) return err(t, "'mode' must come before '{}:'", section_name(SECTIONS[0]));
+        if (in_section_) return err(t, "'mode' must come before '{}:'", section_name(Section::FORWARD));
         return mode_line();
       }
       if (t.text == "input" || t.text == "param" || t.text == "const" || t.text == "state") {
-        if (in_section_) return err(t, "declarations must come before '{}:'", section_name(SECTIONS[0]));
+        if (in_section_) return err(t, "declarations must come before '{}:'", section_name(Section::FORWARD));
         return declaration();
       }
       if (in_section_) return instruction();
-      if (op_by_mnemonic(t.text)) return err(t, "instruction before '{}:'", section_name(SECTIONS[0]));
+      if (op_by_mnemonic(t.text)) return err(t, "instruction before '{}:'", section_name(Section::FORWARD));
     }
     if (in_section_) return err(t, "expected an instruction, got {}", describe(t));
-    return err(t, "expected a declaration (input, param, const, state, output, mode) or '{}:', got {}", section_name(SECTIONS[0]),
+    return err(t, "expected a declaration (input, param, const, state, output, mode) or '{}:', got {}", section_name(Section::FORWARD),
                describe(t));
   }
 

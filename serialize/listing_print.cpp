@@ -115,7 +115,7 @@ std::string program_print(const Program& p, const std::function<std::string(size
   if (!s.empty()) s += "\n";
   // Code is kept in section order (the parser accepts sections only in that order), so a label
   // is printed where the section changes.
-  Section section = Section::FORWARD;
+  Section section = p.code().empty() ? Section::FORWARD : p.code().front().section;
   s += fmt::format("{}:\n", section_name(section));
   for (size_t i = 0; i < p.code().size(); ++i) {
     const Instruction& ins = p.code()[i];

@@ -7,10 +7,10 @@
 //   MUL    @w, %s4 -> %w'                                                 w' = w·s per output channel
 //   CALC   @b, @m, %s, @be -> %b'  expr="add(mul(sub(%0,%1),%2),%3)"      b' = (b − μ)·s + β
 //   CONV2D %x, %w', %b' -> %y
-// The folded weights are computed by instructions, on every run, from the params as they are
-// then — never baked in at prepare, so weights loaded after prepare still count (const-fold
-// bakes them when they are constants). That costs a pass over the weights, so the rule fires
-// only where the weights are no larger than the convolution's output. The conv must have no
+// The folded weights are computed by instructions from the params as they are then — never
+// baked in at prepare, so weights loaded after prepare still count (const-fold bakes them when
+// they are constants) — which the derive pass moves to the derive section, so they are
+// recomputed only when the params change. The conv must have no
 // activation yet (act-fusion runs after this pass and fuses a following ReLU into the folded
 // conv). Training programs (`mode training`) keep their BATCHNORM2D: its batch statistics and
 // running-statistic updates cannot fold. Results agree with the unfolded program up to float
@@ -67,8 +67,6 @@ Result<int> pass_bn_fold(Program& p) {
     const Instruction& conv = code[k];
     if (fused_act(conv) != Activation::NONE) continue;
     const TensorType& w = p.desc(conv.in[1]).type;
-    const TensorType& y = p.desc(bn.in[0]).type;
-    if (w.shape.numel() > y.shape.numel()) continue;
     // Every BN operand is read before the conv's place: declared up front, or made earlier.
     bool ready = true;
     for (size_t a = 1; a < bn.in.size(); ++a) {

@@ -21,6 +21,7 @@ const std::vector<PassInfo>& all_passes() {
        "a tree of elementwise ops whose intermediates nobody else reads becomes one CALC"},
       {"cse", 1, pass_cse, "an instruction equal to an earlier one reuses its result"},
       {"dce", 1, pass_dce, "instructions whose results nobody reads disappear"},
+      {"derive", 1, pass_derive, "instructions that read only params and constants move to the derive section, run when params change"},
   };
   return passes;
 }

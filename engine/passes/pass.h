@@ -55,6 +55,7 @@ void add_note(Instruction& ins, const std::string& why);
 
 // The passes (engine/passes/*.cpp).
 Result<int> pass_dce(Program& p);
+Result<int> pass_derive(Program& p);
 Result<int> pass_identities(Program& p);
 Result<int> pass_pow_reduce(Program& p);
 Result<int> pass_scale_fold(Program& p);
