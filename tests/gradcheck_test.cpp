@@ -292,6 +292,11 @@ GradCase unary(const std::string& what, std::function<Var(Var)> f, Fill fill = {
           fill};
 }
 
+// TO_NCHWC or TO_NCHW on x with its one immediate.
+Var reorder(Var x, Opcode op, const char* key, int64_t value) {
+  return x.graph()->record(op, {x}, {{key, imm_i(value)}}, Loc::here());
+}
+
 // CALC: its gradient comes from the rules of the ops in its expression.
 Cases calc_cases() {
   auto three = [](const char* expr) {
@@ -480,6 +485,18 @@ const std::map<Opcode, Cases>& gradcheck_table() {
       {Opcode::GLOBAL_AVGPOOL,
        {unary("[2,3,3,4]", [](Var x) { return global_avg_pool(x); }, {}, Shape{2, 3, 3, 4}),
         unary("1x1 planes", [](Var x) { return global_avg_pool(x); }, {}, Shape{2, 3, 1, 1})}},
+      // The blocked layout's reorders (no shell functions: the layout pass writes them). Each
+      // one's gradient is the other; the padding lanes of TO_NCHW's input get zeros.
+      {Opcode::TO_NCHWC,
+       {unary("block=8, 3 channels", [](Var x) { return reorder(x, Opcode::TO_NCHWC, "block", 8); }, {},
+              Shape{2, 3, 2, 3}),
+        unary("block=16, 17 channels", [](Var x) { return reorder(x, Opcode::TO_NCHWC, "block", 16); }, {},
+              Shape{1, 17, 2, 1})}},
+      {Opcode::TO_NCHW,
+       {unary("13 channels of 2 blocks of 8", [](Var x) { return reorder(x, Opcode::TO_NCHW, "channels", 13); }, {},
+              Shape{1, 2, 2, 3, 8}),
+        unary("5 channels of a block of 16", [](Var x) { return reorder(x, Opcode::TO_NCHW, "channels", 5); }, {},
+              Shape{2, 1, 1, 2, 16})}},
       {Opcode::SLICE,
        {unary("axis=1 [1:3]", [](Var x) { return slice(x, 1, 1, 3); }),
         unary("axis=-1 [-3:-1]", [](Var x) { return slice(x, -1, -3, -1); })}},
@@ -644,7 +661,8 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
   // The ops this file expects to have no rule, so that a rule lost by accident shows up too.
   for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::BATCHNORM2D_BWD, Opcode::ADVANCE,
                     Opcode::LR_SCHEDULE, Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW,
-                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD})
+                    Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD,
+                    Opcode::CONV_WEIGHTS_NCHWC})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
                     Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,
