@@ -16,6 +16,7 @@
 #include <set>
 
 #include "tests/nchwc_naive.h"
+#include "tests/nchwc_dwconv_naive.h"
 #include "tests/op_harness.h"
 
 namespace nnasm::test {
@@ -770,6 +771,8 @@ void cases_conv2d_bwd_weight(ParityRun& r) {
     r.check({x, dy, w}, conv_imms(c), e);
   }
 }
+
+#include "tests/parity_cases_dwconv_nchwc.h"
 
 // ---------------------------------------------------------------------------------------------
 // Pooling
@@ -1591,6 +1594,7 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CONV2D, cases_conv2d},
       {Opcode::CONV2D_BWD_DATA, cases_conv2d_bwd_data},
       {Opcode::CONV2D_BWD_WEIGHT, cases_conv2d_bwd_weight},
+      {Opcode::DWCONV2D_NCHWC, cases_dwconv2d_nchwc},
       {Opcode::MAXPOOL2D, cases_maxpool2d},
       {Opcode::AVGPOOL2D, cases_avgpool2d},
       {Opcode::MAXPOOL2D_BWD, cases_maxpool2d_bwd},
@@ -2258,6 +2262,7 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::CONV2D: return {{Shape{2, 3, 5, 5}, Shape{4, 3, 3, 3}, Shape{4}}, {}};
     case Opcode::CONV2D_BWD_DATA: return {{Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}, Shape{2, 3, 5, 5}}, {}};
     case Opcode::CONV2D_BWD_WEIGHT: return {{Shape{2, 3, 5, 5}, Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}}, {}};
+    case Opcode::DWCONV2D_NCHWC: return {{Shape{2, 2, 5, 5, 8}, Shape{2, 3, 3, 8}, Shape{12}}, {}};
     case Opcode::MAXPOOL2D:
     case Opcode::AVGPOOL2D: return {{Shape{2, 3, 5, 5}}, {imm_ints("kernel", {2, 2})}};
     case Opcode::MAXPOOL2D_BWD:

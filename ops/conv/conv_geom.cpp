@@ -13,8 +13,15 @@ namespace nnasm {
 
 namespace {
 
-// A pair immediate: [a, b] with each ≥ lo.
-Status pair_imm(const Instruction& ins, int k, int64_t lo, int64_t* a, int64_t* b) {
+// dst[k] = src[2k], k < n: stride 2 as a constant and restrict pointers, which the compiler
+// vectorizes (a stride only known at run time left im2col's strided rows scalar).
+void gather_stride2(const float* __restrict src, int64_t n, float* __restrict dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = src[2 * k];
+}
+
+}  // namespace
+
+Status conv_pair_imm(const Instruction& ins, int k, int64_t lo, int64_t* a, int64_t* b) {
   const std::vector<int64_t>& v = ins.ints(k);
   const char* key = ins.info().imms[k].key.c_str();
   if (v.size() != 2) return Status::errorf("{}: {} must have 2 entries [h, w], got [{}]", ins.info().mnemonic, key, fmt::join(v, ","));
@@ -25,13 +32,7 @@ Status pair_imm(const Instruction& ins, int k, int64_t lo, int64_t* a, int64_t* 
   return Status::ok();
 }
 
-// dst[k] = src[2k], k < n: stride 2 as a constant and restrict pointers, which the compiler
-// vectorizes (a stride only known at run time left im2col's strided rows scalar).
-void gather_stride2(const float* __restrict src, int64_t n, float* __restrict dst) {
-  for (int64_t k = 0; k < n; ++k) dst[k] = src[2 * k];
-}
-
-}  // namespace
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
 ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w) {
   ConvGeom g{};
@@ -41,8 +42,8 @@ ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape
   g.ph = ins.ints(CONV_PAD)[0], g.pw = ins.ints(CONV_PAD)[1];
   g.dh = ins.ints(CONV_DILATION)[0], g.dw = ins.ints(CONV_DILATION)[1];
   g.groups = ins.i(CONV_GROUPS);
-  g.ho = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  g.wo = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  g.ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh);
+  g.wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
   return g;
 }
 
@@ -60,9 +61,9 @@ Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const Ten
   if (w.shape.rank != 4)
     return Status::errorf("{}: weight {} must be [out, in/groups, kh, kw] (rank 4)", op, operand_str(ins, w_k, w));
   int64_t a, b;
-  NNASM_TRY(pair_imm(ins, CONV_STRIDE, 1, &a, &b));
-  NNASM_TRY(pair_imm(ins, CONV_PAD, 0, &a, &b));
-  NNASM_TRY(pair_imm(ins, CONV_DILATION, 1, &a, &b));
+  NNASM_TRY(conv_pair_imm(ins, CONV_STRIDE, 1, &a, &b));
+  NNASM_TRY(conv_pair_imm(ins, CONV_PAD, 0, &a, &b));
+  NNASM_TRY(conv_pair_imm(ins, CONV_DILATION, 1, &a, &b));
   const int64_t groups = ins.i(CONV_GROUPS);
   if (groups < 1) return Status::errorf("{}: groups must be at least 1, got {}", op, groups);
   const Shape &xs = x.shape, &ws = w.shape;

@@ -35,6 +35,13 @@ constexpr int CONV_STRIDE = NNASM_CONV_IMM(stride), CONV_PAD = NNASM_CONV_IMM(pa
               CONV_DILATION = NNASM_CONV_IMM(dilation), CONV_GROUPS = NNASM_CONV_IMM(groups);
 #undef NNASM_CONV_IMM
 
+// Immediate k of `ins` as a pair [h, w] into *a, *b: an error naming the op and the key unless it
+// has two entries, each at least lo. (Stride, pad and dilation of any op that has them.)
+Status conv_pair_imm(const Instruction& ins, int k, int64_t lo, int64_t* a, int64_t* b);
+// Outputs along one axis of `in` inputs under a kernel of k taps, stride s, padding p each side
+// and dilation d (below 1: the kernel does not fit).
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d);
+
 // The stride, pad, dilation and groups of `ins` (any of the three conv ops) by key, as
 // GradBuilder::emit takes them for another of the three.
 std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins);
