@@ -45,6 +45,14 @@ Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const Ten
 // The same for a kernel: the shapes are already checked.
 ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w);
 
+// The parts of conv_geom that do not depend on the layout, for ops whose operands are laid out
+// otherwise (CONV2D_NCHWC): the immediates' own checks (pairs; stride and dilation at least 1,
+// pad at least 0; groups at least 1), the geometry of the given sizes under ins's immediates, and
+// the check that the kernel fits the padded input (x, operand x_k, named in the message).
+Status conv_imms_check(const Instruction& ins);
+ConvGeom conv_geom_of(const Instruction& ins, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw);
+Status conv_fits(const Instruction& ins, const ConvGeom& g, const TensorType& x, int x_k);
+
 // cols [k, p] of image `x` (one image's [c, h, w] block) for group g. Does not allocate.
 void im2col(const ConvGeom& g, const float* x, int64_t group, float* cols);
 // The adjoint: dx (one image) += cols scattered back, for group g.
