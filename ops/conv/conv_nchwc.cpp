@@ -9,12 +9,13 @@
 // General registers: rW, rB, rY the group's weights, bias and output (at image n0); rXi/rYi the
 // image's input and output; rXb/rYb a band's, rXt/rYt a tile's (runs of equal bands or tiles
 // step them); rXc/rWc walk the input blocks and lanes; rCi, rCb, rRun the lane, block and
-// tile-run counters. The group, image and band-run counters live on the stack; rdi keeps the
-// KernelArgs.
-// Loop nest: groups of OB output blocks (runtime; a smaller last group, and the group holding the
-// bias's tail, peeled) → images (runtime) → runs of equal bands (runtime) → runs of equal tiles
-// (runtime) → input blocks (runtime) → input lanes (runtime, `unroll` a turn) → taps (unrolled;
-// a pixel's taps in the padding left out) → OB weight loads, then per pixel the FMAs.
+// tile-run counters. The group, image and band-run counters and the chunk's images and pointers
+// live on the stack; rdi keeps the KernelArgs.
+// Loop nest: chunks of images (runtime) → groups of OB output blocks (runtime; a smaller last
+// group, and the group holding the bias's tail, peeled) → the chunk's images (runtime) → runs of
+// equal bands (runtime) → runs of equal tiles (runtime) → input blocks (runtime) → input lanes
+// (runtime, `unroll` a turn) → taps (unrolled; a pixel's taps in the padding left out) → OB
+// weight loads, then per pixel the FMAs.
 #include "ops/conv/conv_nchwc.h"
 
 #include <algorithm>
@@ -184,11 +185,9 @@ int max_accumulators(const NchwcConv& d, int ob) {
 // and stores. The FMAs are the same in every plan; what differs is how many pixels share a
 // weight load, how many accumulators hide the latency, and how often the weights stream by.
 double plan_cycles(const NchwcConv& d, const Plan& pl) {
-  const int64_t blocks = d.ob1 - d.ob0;
-  double total = 0;
-  for (int64_t o0 = 0; o0 < blocks; o0 += pl.ob) {
-    const int ob = static_cast<int>(std::min<int64_t>(pl.ob, blocks - o0));
+  const auto group_cycles = [&](int ob) {
     const bool l3 = ob * w_block_bytes(d) > L2_BYTES;
+    double total = 0;
     for (const Band& band : pl.bands)
       for (const Tile& t : band) {
         double lane = 0;
@@ -200,8 +199,10 @@ double plan_cycles(const NchwcConv& d, const Plan& pl) {
         }
         total += lane * static_cast<double>(d.cb * d.lanes) + 30 + 2.0 * ob * t.r;
       }
-  }
-  return total;
+    return total;
+  };
+  const int64_t blocks = d.ob1 - d.ob0, rest = blocks % pl.ob;
+  return static_cast<double>(blocks / pl.ob) * group_cycles(pl.ob) + (rest ? group_cycles(static_cast<int>(rest)) : 0);
 }
 
 // Bytes of the tiles' code (FMAs with a broadcast operand take about 10).
