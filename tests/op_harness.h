@@ -239,6 +239,16 @@ struct OpOutput {
   std::vector<double> v;
   std::vector<HostTensor> outs;  // every output, the first included
   std::vector<std::string> problems;  // guard band or an input overwritten
+  std::string kernel;  // the kernel that ran ("ref": the reference)
+  int parts = 1;       // the parallel parts it ran in
+};
+
+// The context run_op runs the op in: the JIT configuration and the threads; unset, the
+// environment's (NNASM_ISA, NNASM_JIT, NNASM_THREADS) as any Context takes them.
+struct RunConfig {
+  bool set_jit = false;
+  JitConfig jit;
+  int threads = 0;  // 0: the context's default
 };
 
 // Runs `op` on `inputs` once: fills the inputs, fills each output and its padding with
@@ -248,11 +258,14 @@ struct OpOutput {
 // check; its other inputs are still checked. `training` sets the run's mode (RunState). An op
 // that updates state inputs (OPF_UPDATES_STATE, e.g. BATCHNORM2D's running statistics) has
 // those inputs' final values appended to the outputs, in input order, in either mode; only their
-// padding is checked.
+// padding is checked. `cfg` picks the JIT level and the threads; the result names the kernel of the
+// program's first instruction and its parts.
 inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const std::vector<ImmArg>& imms,
-                       bool training = false) {
+                       bool training = false, const RunConfig& cfg = {}) {
   OpOutput r;
   Context ctx;
+  if (cfg.set_jit) ctx.set_jit(cfg.jit);
+  if (cfg.threads > 0) ctx.set_threads(cfg.threads);
   // The op's own results at denormals are what the special-value and parity tests check; the
   // executor's flushing of them (engine/denormals.h) has tests of its own.
   ctx.set_flush_denormals(false);
@@ -295,6 +308,8 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
 
   ex.value()->set_training(training);
   ex.value()->run();
+  r.kernel = ex.value()->kernel_name(0);
+  r.parts = std::max(1, ex.value()->parts(0));
 
   for (TensorId o : read) {
     const Tensor& y = ctx.at(o);

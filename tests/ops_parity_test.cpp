@@ -65,6 +65,18 @@ class ParityRun {
     EXPECT_TRUE(matches_all(want, run_op(op_, in, imms, training_)));
   }
 
+  // A case the op must refuse (an immediate's value it does not take, as CONV2D_NCHWC's
+  // groups other than 1): its immediates count as exercised, and the refusal names the op and
+  // `needle`.
+  void check_rejected(const std::vector<HostTensor>& in, const std::vector<ImmArg>& imms, const std::string& needle) {
+    SCOPED_TRACE(describe(op_, in, imms));
+    for (const ImmArg& a : imms)
+      if (!is_default(a)) exercised_.insert(a.key);
+    std::vector<TensorType> types;
+    for (const HostTensor& t : in) types.push_back(t.type);
+    EXPECT_TRUE(append_fails(op_, types, imms, {op_info(op_).mnemonic, needle}));
+  }
+
   // The mode the following cases run in (RunState::training); inference unless set.
   void set_training(bool t) { training_ = t; }
 
@@ -773,6 +785,7 @@ void cases_conv2d_bwd_weight(ParityRun& r) {
 }
 
 #include "tests/parity_cases_dwconv_nchwc.h"
+#include "tests/parity_cases_conv_nchwc.h"
 
 // ---------------------------------------------------------------------------------------------
 // Pooling
@@ -1595,6 +1608,7 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CONV2D_BWD_DATA, cases_conv2d_bwd_data},
       {Opcode::CONV2D_BWD_WEIGHT, cases_conv2d_bwd_weight},
       {Opcode::DWCONV2D_NCHWC, cases_dwconv2d_nchwc},
+      {Opcode::CONV2D_NCHWC, cases_conv2d_nchwc},
       {Opcode::MAXPOOL2D, cases_maxpool2d},
       {Opcode::AVGPOOL2D, cases_avgpool2d},
       {Opcode::MAXPOOL2D_BWD, cases_maxpool2d_bwd},
@@ -2263,6 +2277,7 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::CONV2D_BWD_DATA: return {{Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}, Shape{2, 3, 5, 5}}, {}};
     case Opcode::CONV2D_BWD_WEIGHT: return {{Shape{2, 3, 5, 5}, Shape{2, 4, 3, 3}, Shape{4, 3, 3, 3}}, {}};
     case Opcode::DWCONV2D_NCHWC: return {{Shape{2, 2, 5, 5, 8}, Shape{2, 3, 3, 8}, Shape{12}}, {}};
+    case Opcode::CONV2D_NCHWC: return {{Shape{2, 1, 5, 5, 8}, Shape{1, 1, 3, 3, 8, 8}, Shape{7}}, {}};
     case Opcode::MAXPOOL2D:
     case Opcode::AVGPOOL2D: return {{Shape{2, 3, 5, 5}}, {imm_ints("kernel", {2, 2})}};
     case Opcode::MAXPOOL2D_BWD:

@@ -34,10 +34,10 @@ Status conv_pair_imm(const Instruction& ins, int k, int64_t lo, int64_t* a, int6
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
 
-ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w) {
+ConvGeom conv_geom_of(const Instruction& ins, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw) {
   ConvGeom g{};
-  g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
-  g.o = w[0], g.kh = w[2], g.kw = w[3];
+  g.n = n, g.c = c, g.h = h, g.w = w;
+  g.o = o, g.kh = kh, g.kw = kw;
   g.sh = ins.ints(CONV_STRIDE)[0], g.sw = ins.ints(CONV_STRIDE)[1];
   g.ph = ins.ints(CONV_PAD)[0], g.pw = ins.ints(CONV_PAD)[1];
   g.dh = ins.ints(CONV_DILATION)[0], g.dw = ins.ints(CONV_DILATION)[1];
@@ -45,6 +45,10 @@ ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape
   g.ho = conv_out_size(g.h, g.kh, g.sh, g.ph, g.dh);
   g.wo = conv_out_size(g.w, g.kw, g.sw, g.pw, g.dw);
   return g;
+}
+
+ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w) {
+  return conv_geom_of(ins, x[0], x[1], x[2], x[3], w[0], w[2], w[3]);
 }
 
 std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins) {
@@ -55,17 +59,29 @@ std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins) 
   return imms;
 }
 
-Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const TensorType& w, int w_k, ConvGeom* out) {
-  const char* op = ins.info().mnemonic;
-  if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
-  if (w.shape.rank != 4)
-    return Status::errorf("{}: weight {} must be [out, in/groups, kh, kw] (rank 4)", op, operand_str(ins, w_k, w));
+Status conv_imms_check(const Instruction& ins) {
   int64_t a, b;
   NNASM_TRY(conv_pair_imm(ins, CONV_STRIDE, 1, &a, &b));
   NNASM_TRY(conv_pair_imm(ins, CONV_PAD, 0, &a, &b));
   NNASM_TRY(conv_pair_imm(ins, CONV_DILATION, 1, &a, &b));
   const int64_t groups = ins.i(CONV_GROUPS);
-  if (groups < 1) return Status::errorf("{}: groups must be at least 1, got {}", op, groups);
+  if (groups < 1) return Status::errorf("{}: groups must be at least 1, got {}", ins.info().mnemonic, groups);
+  return Status::ok();
+}
+
+Status conv_fits(const Instruction& ins, const ConvGeom& g, const TensorType& x, int x_k) {
+  if (g.ho >= 1 && g.wo >= 1) return Status::ok();
+  return Status::errorf("{}: a {}x{} kernel (dilation [{},{}]) does not fit input {} padded by [{},{}]", ins.info().mnemonic,
+                        g.kh, g.kw, g.dh, g.dw, operand_str(ins, x_k, x), g.ph, g.pw);
+}
+
+Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const TensorType& w, int w_k, ConvGeom* out) {
+  const char* op = ins.info().mnemonic;
+  if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
+  if (w.shape.rank != 4)
+    return Status::errorf("{}: weight {} must be [out, in/groups, kh, kw] (rank 4)", op, operand_str(ins, w_k, w));
+  NNASM_TRY(conv_imms_check(ins));
+  const int64_t groups = ins.i(CONV_GROUPS);
   const Shape &xs = x.shape, &ws = w.shape;
   if (xs[1] % groups || ws[0] % groups)
     return Status::errorf("{}: groups={} must divide the input channels ({}) and the output channels ({})", op, groups,
@@ -74,9 +90,7 @@ Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const Ten
     return Status::errorf("{}: weight {} takes {} input channels per group, but input {} has {} in {} group{}", op,
                           operand_str(ins, w_k, w), ws[1], operand_str(ins, x_k, x), xs[1], groups, groups == 1 ? "" : "s");
   const ConvGeom g = conv_geom_unchecked(ins, xs, ws);
-  if (g.ho < 1 || g.wo < 1)
-    return Status::errorf("{}: a {}x{} kernel (dilation [{},{}]) does not fit input {} padded by [{},{}]", op, g.kh, g.kw,
-                          g.dh, g.dw, operand_str(ins, x_k, x), g.ph, g.pw);
+  NNASM_TRY(conv_fits(ins, g, x, x_k));
   *out = g;
   return Status::ok();
 }

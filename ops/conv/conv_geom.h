@@ -27,10 +27,11 @@ struct ConvGeom {
   bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
 
-// Immediate positions shared by CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT (CONV2D's fused
-// activation: isa/activation.h's fused_act).
-#define NNASM_CONV_IMM(key) \
-  NNASM_IMM_SHARED(key, Opcode::CONV2D, Opcode::CONV2D_BWD_DATA, Opcode::CONV2D_BWD_WEIGHT)
+// Immediate positions shared by CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT and CONV2D_NCHWC (the
+// fused activation: isa/activation.h's fused_act).
+#define NNASM_CONV_IMM(key)                                                                   \
+  NNASM_IMM_SHARED(key, Opcode::CONV2D, Opcode::CONV2D_BWD_DATA, Opcode::CONV2D_BWD_WEIGHT, \
+                   Opcode::CONV2D_NCHWC)
 constexpr int CONV_STRIDE = NNASM_CONV_IMM(stride), CONV_PAD = NNASM_CONV_IMM(pad),
               CONV_DILATION = NNASM_CONV_IMM(dilation), CONV_GROUPS = NNASM_CONV_IMM(groups);
 #undef NNASM_CONV_IMM
@@ -51,6 +52,14 @@ std::vector<std::pair<const char*, Imm>> conv_geom_imms(const Instruction& ins);
 Status conv_geom(const Instruction& ins, const TensorType& x, int x_k, const TensorType& w, int w_k, ConvGeom* g);
 // The same for a kernel: the shapes are already checked.
 ConvGeom conv_geom_unchecked(const Instruction& ins, const Shape& x, const Shape& w);
+
+// The parts of conv_geom that do not depend on the layout, for ops whose operands are laid out
+// otherwise (CONV2D_NCHWC): the immediates' own checks (pairs; stride and dilation at least 1,
+// pad at least 0; groups at least 1), the geometry of the given sizes under ins's immediates, and
+// the check that the kernel fits the padded input (x, operand x_k, named in the message).
+Status conv_imms_check(const Instruction& ins);
+ConvGeom conv_geom_of(const Instruction& ins, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw);
+Status conv_fits(const Instruction& ins, const ConvGeom& g, const TensorType& x, int x_k);
 
 // cols [k, p] of image `x` (one image's [c, h, w] block) for group g. Does not allocate.
 void im2col(const ConvGeom& g, const float* x, int64_t group, float* cols);
