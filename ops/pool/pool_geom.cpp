@@ -49,6 +49,27 @@ PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
   return g;
 }
 
+std::vector<PoolSpan> pool_spans(const PoolGeom& g, int d, bool by_divisor, bool include_pad) {
+  const int64_t in = d ? g.w : g.h, k = d ? g.kw : g.kh, s = d ? g.sw : g.sh, p = d ? g.pw : g.ph;
+  const int64_t out = d ? g.wo : g.ho;
+  std::vector<PoolSpan> spans;
+  const auto add = [&](int64_t o, int64_t count) {
+    const int64_t a = o * s - p;
+    const PoolSpan r{o, count, std::max<int64_t>(0, -a), std::min(k, in - a),
+                     by_divisor ? g.divisor_factor(d, include_pad, o) : 0};
+    PoolSpan* last = spans.empty() ? nullptr : &spans.back();
+    if (last && last->lo == r.lo && last->hi == r.hi && last->factor == r.factor) last->count += count;
+    else spans.push_back(r);
+  };
+  const int64_t first = std::min(out, (p + s - 1) / s);  // outputs whose window starts in the padding
+  int64_t end = out;  // from here windows reach past the image
+  while (end > first && (end - 1) * s - p + k > in) --end;
+  for (int64_t o = 0; o < first; ++o) add(o, 1);
+  if (end > first) add(first, end - first);
+  for (int64_t o = end; o < out; ++o) add(o, 1);
+  return spans;
+}
+
 Status pool_geom(const Instruction& ins, const TensorType& x, int x_k, PoolGeom* out) {
   const char* op = ins.info().mnemonic;
   if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
