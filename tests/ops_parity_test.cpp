@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "tests/nchwc_blocking.h"
 #include "tests/op_harness.h"
 
 namespace nnasm::test {
@@ -1579,6 +1580,7 @@ void cases_rmsprop(ParityRun& r) {
 
 #include "tests/parity_cases_norm.h"
 #include "tests/parity_cases_index.h"
+#include "tests/parity_cases_pool_nchwc.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1633,6 +1635,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::FLATTEN, cases_flatten},
       {Opcode::UPSAMPLE_NEAREST, cases_upsample_nearest},
       {Opcode::GLOBAL_AVGPOOL, cases_global_avgpool},
+      {Opcode::MAXPOOL2D_NCHWC, cases_maxpool2d_nchwc},
+      {Opcode::AVGPOOL2D_NCHWC, cases_avgpool2d_nchwc},
+      {Opcode::GLOBAL_AVGPOOL_NCHWC, cases_global_avgpool_nchwc},
       {Opcode::SOFTMAX_CE, cases_softmax_ce},
       {Opcode::SOFTMAX_CE_BWD, cases_softmax_ce_bwd},
       {Opcode::MSE, cases_mse},
@@ -2264,6 +2269,9 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::BATCHNORM2D_BWD: return {{Shape{2, 3, 4, 4}, Shape{3}, Shape{3}, Shape{3}, Shape{2, 3, 4, 4}}, {}};
     case Opcode::UPSAMPLE_NEAREST: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::GLOBAL_AVGPOOL: return {{Shape{2, 3, 4, 5}}, {}};
+    case Opcode::MAXPOOL2D_NCHWC:
+    case Opcode::AVGPOOL2D_NCHWC: return {{Shape{2, 1, 5, 5, 8}}, {imm_ints("kernel", {2, 2})}};
+    case Opcode::GLOBAL_AVGPOOL_NCHWC: return {{Shape{2, 1, 4, 5, 16}}, {}};
     case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};

@@ -1,6 +1,7 @@
-// What the pooling tests share: the geometries of the generated kernels' bitwise checks, an input
-// full of special values, a run of the pooling ops, the comparison of two outputs bit for bit,
-// and the check that autodiff refuses an op without a backward rule by name.
+// What the pooling tests share (tests/pool_test.cpp for NCHW, tests/pool_nchwc_test.cpp for the
+// blocked ops): the geometries of the generated kernels' bitwise checks, an input full of
+// special values, a run of the pooling ops, the comparison of two outputs bit for bit, and the
+// check that autodiff refuses an op without a backward rule by name.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -64,9 +65,10 @@ inline std::vector<float> special_input(int64_t n, std::mt19937& rng) {
   return x;
 }
 
-// MAXPOOL2D, AVGPOOL2D counting padding and not, and with `global` GLOBAL_AVGPOOL, on x of
-// `shape` [N, C, H, W] with pg's window, at `jit` on `threads` threads. The outputs in that
-// order, and each instruction's kernel name and parallel parts.
+// MAXPOOL2D, AVGPOOL2D counting padding and not, and with `global` GLOBAL_AVGPOOL: the NCHW ops
+// on x of `shape` [N, C, H, W], or their _NCHWC ops on x [N, Cb, H, W, b], with pg's window, at
+// `jit` on `threads` threads. The outputs in that order, and each instruction's kernel name and
+// parallel parts.
 struct PoolRun {
   std::vector<std::vector<float>> y;
   std::vector<std::string> kernels;
@@ -75,6 +77,7 @@ struct PoolRun {
 
 inline PoolRun run_pools(const PoolGeometry& pg, const std::vector<int64_t>& shape, const std::vector<float>& x,
                          const JitConfig& jit, int threads, bool global = false) {
+  const bool blocked = shape.size() == 5;
   PoolRun r;
   Context ctx;
   ctx.set_jit(jit);
@@ -88,14 +91,14 @@ inline PoolRun run_pools(const PoolGeometry& pg, const std::vector<int64_t>& sha
                                                    {"pad", imm_ints(pg.pad)},
                                                    {"ceil_mode", imm_i(pg.ceil)}};
   std::vector<std::string> names = {"max", "avg", "avg_nopad"};
-  g.output(g.record(Opcode::MAXPOOL2D, {in}, imms, Loc::here()), names[0]);
+  g.output(g.record(blocked ? Opcode::MAXPOOL2D_NCHWC : Opcode::MAXPOOL2D, {in}, imms, Loc::here()), names[0]);
   imms.push_back({"count_include_pad", imm_i(1)});
-  g.output(g.record(Opcode::AVGPOOL2D, {in}, imms, Loc::here()), names[1]);
+  g.output(g.record(blocked ? Opcode::AVGPOOL2D_NCHWC : Opcode::AVGPOOL2D, {in}, imms, Loc::here()), names[1]);
   imms.back().second = imm_i(0);
-  g.output(g.record(Opcode::AVGPOOL2D, {in}, imms, Loc::here()), names[2]);
+  g.output(g.record(blocked ? Opcode::AVGPOOL2D_NCHWC : Opcode::AVGPOOL2D, {in}, imms, Loc::here()), names[2]);
   if (global) {
     names.push_back("mean");
-    g.output(g.record(Opcode::GLOBAL_AVGPOOL, {in}, {}, Loc::here()), "mean");
+    g.output(g.record(blocked ? Opcode::GLOBAL_AVGPOOL_NCHWC : Opcode::GLOBAL_AVGPOOL, {in}, {}, Loc::here()), "mean");
   }
   EXPECT_TRUE(g.status()) << g.status().message();
   auto ex = Executor::prepare(p);

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "isa/program.h"
+#include "ops/layout/nchwc.h"
 #include "ops/op.h"
 
 namespace nnasm {
@@ -34,6 +35,16 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pad, bool ceil) {
 
 }  // namespace
 
+Status nchwc_pool_input(const Instruction& ins, const TensorType& x, int x_k) {
+  const char* op = ins.info().mnemonic;
+  if (x.shape.rank != 5)
+    return Status::errorf("{}: input {} must be NCHWc [N, Cb, H, W, b] (rank 5)", op, operand_str(ins, x_k, x));
+  if (!nchwc_block_valid(x.shape[4]))
+    return Status::errorf("{}: input {} has blocks of {} channels; a block must be 8 or 16", op,
+                          operand_str(ins, x_k, x), x.shape[4]);
+  return Status::ok();
+}
+
 PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
   PoolGeom g{};
   g.n = x[0], g.c = x[1], g.h = x[2], g.w = x[3];
@@ -42,7 +53,7 @@ PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x) {
   g.sh = s[0] ? s[0] : k[0];
   g.sw = s[1] ? s[1] : k[1];
   g.ph = p[0], g.pw = p[1];
-  const bool max = ins.op == Opcode::MAXPOOL2D || ins.op == Opcode::MAXPOOL2D_BWD;
+  const bool max = ins.op == Opcode::MAXPOOL2D || ins.op == Opcode::MAXPOOL2D_BWD || ins.op == Opcode::MAXPOOL2D_NCHWC;
   const bool ceil = ins.i(max ? POOL_MAX_CEIL_MODE : POOL_AVG_CEIL_MODE) != 0;
   g.ho = out_size(g.h, g.kh, g.sh, g.ph, ceil);
   g.wo = out_size(g.w, g.kw, g.sw, g.pw, ceil);
@@ -72,7 +83,11 @@ std::vector<PoolSpan> pool_spans(const PoolGeom& g, int d, bool by_divisor, bool
 
 Status pool_geom(const Instruction& ins, const TensorType& x, int x_k, PoolGeom* out) {
   const char* op = ins.info().mnemonic;
-  if (x.shape.rank != 4) return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
+  if (ins.op == Opcode::MAXPOOL2D_NCHWC || ins.op == Opcode::AVGPOOL2D_NCHWC) {
+    NNASM_TRY(nchwc_pool_input(ins, x, x_k));
+  } else if (x.shape.rank != 4) {
+    return Status::errorf("{}: input {} must be NCHW (rank 4)", op, operand_str(ins, x_k, x));
+  }
   for (int k : {POOL_KERNEL, POOL_STRIDE, POOL_PAD}) NNASM_TRY(pair_of(ins, k));
   const std::vector<int64_t>&k = ins.ints(POOL_KERNEL), &s = ins.ints(POOL_STRIDE), &p = ins.ints(POOL_PAD);
   if (k[0] < 1 || k[1] < 1) return Status::errorf("{}: kernel must be at least 1, got [{}]", op, fmt::join(k, ","));

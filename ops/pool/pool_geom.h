@@ -1,12 +1,12 @@
-// The geometry the pooling instructions share (MAXPOOL2D, AVGPOOL2D and their _BWD ops): sizes
-// from x's type and the immediates kernel, stride, pad (the first three of each, then AVGPOOL's
-// count_include_pad, then ceil_mode), the shape checks with their messages, the clipping of a
-// window to the image, and the max's fold. Output (oy, ox) pools the window of rows
-// [oy·sh − ph, oy·sh − ph + kh) and columns [ox·sw − pw, ox·sw − pw + kw), the part outside the
-// image being padding (PyTorch's pooling). ceil_mode=1 rounds the output size up, as PyTorch
-// does: a last window may reach past the right padding (that part counts for nothing), but it
-// must start inside the image or the left padding, so PyTorch drops a last window that would
-// start in the right padding.
+// The geometry the pooling instructions share (MAXPOOL2D, AVGPOOL2D, their _BWD ops and the
+// blocked MAXPOOL2D_NCHWC and AVGPOOL2D_NCHWC): sizes from x's type and the immediates kernel,
+// stride, pad (the first three of each, then AVGPOOL's count_include_pad, then ceil_mode), the
+// shape checks with their messages, the clipping of a window to the image, and the max's fold.
+// Output (oy, ox) pools the window of rows [oy·sh − ph, oy·sh − ph + kh) and columns
+// [ox·sw − pw, ox·sw − pw + kw), the part outside the image being padding (PyTorch's pooling).
+// ceil_mode=1 rounds the output size up, as PyTorch does: a last window may reach past the right
+// padding (that part counts for nothing), but it must start inside the image or the left
+// padding, so PyTorch drops a last window that would start in the right padding.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -17,15 +17,19 @@
 
 namespace nnasm {
 
-// Immediate positions shared by the four pooling ops (POOL_COUNT_INCLUDE_PAD: the AVGPOOLs only).
-#define NNASM_POOL_IMM(key) \
-  NNASM_IMM_SHARED(key, Opcode::MAXPOOL2D, Opcode::AVGPOOL2D, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD)
+// Immediate positions shared by the six pooling ops (POOL_COUNT_INCLUDE_PAD: the AVGPOOLs only).
+#define NNASM_POOL_IMM(key)                                                                                 \
+  NNASM_IMM_SHARED(key, Opcode::MAXPOOL2D, Opcode::AVGPOOL2D, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, \
+                   Opcode::MAXPOOL2D_NCHWC, Opcode::AVGPOOL2D_NCHWC)
 constexpr int POOL_KERNEL = NNASM_POOL_IMM(kernel), POOL_STRIDE = NNASM_POOL_IMM(stride), POOL_PAD = NNASM_POOL_IMM(pad),
-              POOL_COUNT_INCLUDE_PAD = NNASM_IMM_SHARED(count_include_pad, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD),
+              POOL_COUNT_INCLUDE_PAD = NNASM_IMM_SHARED(count_include_pad, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD,
+                                                        Opcode::AVGPOOL2D_NCHWC),
               // Last in each schema (added later, so old listings keep their meaning), so its
               // position differs between the max and the average ops.
-              POOL_MAX_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::MAXPOOL2D, Opcode::MAXPOOL2D_BWD),
-              POOL_AVG_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD);
+              POOL_MAX_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::MAXPOOL2D, Opcode::MAXPOOL2D_BWD,
+                                                    Opcode::MAXPOOL2D_NCHWC),
+              POOL_AVG_CEIL_MODE = NNASM_IMM_SHARED(ceil_mode, Opcode::AVGPOOL2D, Opcode::AVGPOOL2D_BWD,
+                                                    Opcode::AVGPOOL2D_NCHWC);
 #undef NNASM_POOL_IMM
 
 // The max's fold, from −inf in row-major window order: takes v when larger, and any NaN, so NaN
@@ -33,7 +37,7 @@ constexpr int POOL_KERNEL = NNASM_POOL_IMM(kernel), POOL_STRIDE = NNASM_POOL_IMM
 inline float pool_max_fold(float m, float v) { return ((v > m) | (v != v)) ? v : m; }
 
 struct PoolGeom {
-  int64_t n, c, h, w;   // input
+  int64_t n, c, h, w;   // input (c: channel blocks for the NCHWc ops)
   int64_t kh, kw, sh, sw, ph, pw;
   int64_t ho, wo;       // output
   int64_t planes() const { return n * c; }
@@ -90,5 +94,9 @@ std::vector<PoolSpan> pool_spans(const PoolGeom& g, int d, bool by_divisor, bool
 Status pool_geom(const Instruction& ins, const TensorType& x, int x_k, PoolGeom* g);
 // The same for a kernel: the shape is already checked.
 PoolGeom pool_geom_unchecked(const Instruction& ins, const Shape& x);
+// Whether x (operand x_k, for messages) is a blocked activation f32[N, Cb, H, W, b] with a block
+// of 8 or 16 (ops/layout/nchwc.h), or the error that says why not. pool_geom checks it for the
+// _NCHWC ops.
+Status nchwc_pool_input(const Instruction& ins, const TensorType& x, int x_k);
 
 }  // namespace nnasm
