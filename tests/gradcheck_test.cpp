@@ -662,7 +662,8 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
   for (Opcode op : {Opcode::ACT_BWD, Opcode::SOFTMAX_CE_BWD, Opcode::BATCHNORM2D_BWD, Opcode::ADVANCE,
                     Opcode::LR_SCHEDULE, Opcode::CLIP_GRAD_NORM, Opcode::SGD, Opcode::ADAM, Opcode::ADAMW,
                     Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD,
-                    Opcode::CONV_WEIGHTS_NCHWC, Opcode::DWCONV2D_NCHWC})
+                    Opcode::CONV_WEIGHTS_NCHWC, Opcode::DWCONV2D_NCHWC, Opcode::MAXPOOL2D_NCHWC,
+                    Opcode::AVGPOOL2D_NCHWC, Opcode::GLOBAL_AVGPOOL_NCHWC})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
                     Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,

@@ -416,8 +416,9 @@ TEST(JitGlobalAvgPool, IsReduceMeanOfThePlanes) {
 // ---- coverage and code pages ----
 
 TEST(JitRowwiseCoverage, EveryReductionAndSoftmaxLossHasAJitKernelAndACase) {
+  // GLOBAL_AVGPOOL_NCHWC's kernel is a pooling kernel, with its cases in tests/pool_nchwc_test.cpp.
   std::set<Opcode> covered = {Opcode::SOFTMAX_CE, Opcode::SOFTMAX_CE_BWD, Opcode::CLIP_GRAD_NORM,
-                              Opcode::GLOBAL_AVGPOOL};
+                              Opcode::GLOBAL_AVGPOOL, Opcode::GLOBAL_AVGPOOL_NCHWC};
   for (const AxisCase& c : axis_cases()) covered.insert(c.op);
   // Reductions without a generated kernel, each with its reason in its op file: ARGMAX and
   // ARGMIN (positions, not values: ops/reduce/argmax.cpp).

@@ -17,6 +17,7 @@
 
 #include "tests/nchwc_naive.h"
 #include "tests/nchwc_dwconv_naive.h"
+#include "tests/nchwc_blocking.h"
 #include "tests/op_harness.h"
 
 namespace nnasm::test {
@@ -1597,6 +1598,7 @@ void cases_rmsprop(ParityRun& r) {
 #include "tests/parity_cases_norm.h"
 #include "tests/parity_cases_index.h"
 #include "tests/parity_cases_nchwc.h"
+#include "tests/parity_cases_pool_nchwc.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1656,6 +1658,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::TO_NCHWC, cases_to_nchwc},
       {Opcode::TO_NCHW, cases_to_nchw},
       {Opcode::CONV_WEIGHTS_NCHWC, cases_conv_weights_nchwc},
+      {Opcode::MAXPOOL2D_NCHWC, cases_maxpool2d_nchwc},
+      {Opcode::AVGPOOL2D_NCHWC, cases_avgpool2d_nchwc},
+      {Opcode::GLOBAL_AVGPOOL_NCHWC, cases_global_avgpool_nchwc},
       {Opcode::SOFTMAX_CE, cases_softmax_ce},
       {Opcode::SOFTMAX_CE_BWD, cases_softmax_ce_bwd},
       {Opcode::MSE, cases_mse},
@@ -2292,6 +2297,9 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::TO_NCHWC: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::TO_NCHW: return {{Shape{2, 1, 4, 5, 8}}, {imm_i("channels", 3)}};
     case Opcode::CONV_WEIGHTS_NCHWC: return {{Shape{4, 3, 3, 3}}, {}};
+    case Opcode::MAXPOOL2D_NCHWC:
+    case Opcode::AVGPOOL2D_NCHWC: return {{Shape{2, 1, 5, 5, 8}}, {imm_ints("kernel", {2, 2})}};
+    case Opcode::GLOBAL_AVGPOOL_NCHWC: return {{Shape{2, 1, 4, 5, 16}}, {}};
     case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};

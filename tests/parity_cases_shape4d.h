@@ -59,26 +59,37 @@ void cases_upsample_nearest(ParityRun& r) {
   }
 }
 
+const std::vector<Shape>& global_avgpool_shapes() {
+  static const std::vector<Shape> shapes = {Shape{1, 1, 1, 1}, Shape{1, 7, 1, 1},  Shape{2, 3, 5, 7},
+                                            Shape{1, 1, 15, 1}, Shape{1, 2, 4, 4}, Shape{3, 1, 1, 17},
+                                            Shape{1, 1, 33, 16}, Shape{2, 3, 33, 31}};
+  return shapes;
+}
+
+// GLOBAL_AVGPOOL of x [N, C, H, W]: each plane's mean, with the mean of its |x| as the magnitude.
+Expected global_avgpool_expected(const HostTensor& x) {
+  const Shape& s = x.type.shape;
+  const int64_t len = s.dims[2] * s.dims[3];
+  Expected e{HostTensor{TensorType{DType::F32, shape_of({s.dims[0], s.dims[1], 1, 1})}, {}}, {}, sum_tol(len)};
+  for (int64_t n = 0; n < s.dims[0]; ++n)
+    for (int64_t c = 0; c < s.dims[1]; ++c) {
+      double acc = 0, mag = 0;
+      for (int64_t h = 0; h < s.dims[2]; ++h)
+        for (int64_t w = 0; w < s.dims[3]; ++w) {
+          const double v = x.v[ravel({n, c, h, w}, s)];
+          acc += v;
+          mag += std::fabs(v);
+        }
+      e.t.v.push_back(acc / static_cast<double>(len));
+      e.mag.push_back(mag / static_cast<double>(len));
+    }
+  return e;
+}
+
 void cases_global_avgpool(ParityRun& r) {
-  const Shape shapes[] = {Shape{1, 1, 1, 1}, Shape{1, 7, 1, 1},  Shape{2, 3, 5, 7},   Shape{1, 1, 15, 1},
-                          Shape{1, 2, 4, 4}, Shape{3, 1, 1, 17}, Shape{1, 1, 33, 16}, Shape{2, 3, 33, 31}};
-  for (const Shape& s : shapes) {
+  for (const Shape& s : global_avgpool_shapes()) {
     const HostTensor x = random_f32(s, r.rng());
-    const int64_t len = s.dims[2] * s.dims[3];
-    Expected e{HostTensor{TensorType{DType::F32, shape_of({s.dims[0], s.dims[1], 1, 1})}, {}}, {}, sum_tol(len)};
-    for (int64_t n = 0; n < s.dims[0]; ++n)
-      for (int64_t c = 0; c < s.dims[1]; ++c) {
-        double acc = 0, mag = 0;
-        for (int64_t h = 0; h < s.dims[2]; ++h)
-          for (int64_t w = 0; w < s.dims[3]; ++w) {
-            const double v = x.v[ravel({n, c, h, w}, s)];
-            acc += v;
-            mag += std::fabs(v);
-          }
-        e.t.v.push_back(acc / static_cast<double>(len));
-        e.mag.push_back(mag / static_cast<double>(len));
-      }
-    r.check({x}, {}, e);
+    r.check({x}, {}, global_avgpool_expected(x));
   }
 }
 

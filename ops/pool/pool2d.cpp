@@ -87,11 +87,10 @@ void maxpool_ref(const KernelArgs* a) {
   const PoolGeom g = pool_geom_unchecked(*a->ins, a->in_type[0].shape);
   const float* x = static_cast<const float*>(a->in[0]);
   float* y = static_cast<float*>(a->out[0]);
-  // Takes v when larger, and any NaN, so NaN sticks once in.
-  const auto fold = [](float m, float v) { return ((v > m) | (v != v)) ? v : m; };
   for (int64_t p = 0; p < g.planes(); ++p)
     for (int64_t oy = 0; oy < g.ho; ++oy)
-      fold_row(g, x + p * g.h * g.w, oy, -std::numeric_limits<float>::infinity(), fold, y + (p * g.ho + oy) * g.wo);
+      fold_row(g, x + p * g.h * g.w, oy, -std::numeric_limits<float>::infinity(), pool_max_fold,
+               y + (p * g.ho + oy) * g.wo);
 }
 
 void avgpool_ref(const KernelArgs* a) {
@@ -104,13 +103,7 @@ void avgpool_ref(const KernelArgs* a) {
     for (int64_t oy = 0; oy < g.ho; ++oy) {
       float* yr = y + (p * g.ho + oy) * g.wo;
       fold_row(g, x + p * g.h * g.w, oy, 0.f, fold, yr);
-      int64_t r0, r1;
-      g.row_range(oy, &r0, &r1);
-      for (int64_t ox = 0; ox < g.wo; ++ox) {
-        int64_t c0, c1;
-        g.col_range(ox, &c0, &c1);
-        yr[ox] /= static_cast<float>(g.divisor(include_pad, oy, ox, r0, r1, c0, c1));
-      }
+      for (int64_t ox = 0; ox < g.wo; ++ox) yr[ox] /= static_cast<float>(g.divisor(include_pad, oy, ox));
     }
 }
 

@@ -118,7 +118,7 @@ void avgpool_bwd_ref(const KernelArgs* a) {
   float* dx = static_cast<float*>(a->out[0]);
   scatter_windows(g, static_cast<const float*>(a->in[0]), dx,
                   [&](int64_t base, int64_t oy, int64_t ox, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float d) {
-                    d /= static_cast<float>(g.divisor(include_pad, oy, ox, r0, r1, c0, c1));
+                    d /= static_cast<float>(g.divisor(include_pad, oy, ox));
                     for (int64_t iy = r0; iy < r1; ++iy)
                       for (int64_t ix = c0; ix < c1; ++ix) dx[base + iy * g.w + ix] += d;
                   });

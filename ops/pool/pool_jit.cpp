@@ -29,9 +29,9 @@
 //
 // Rows: output rows whose windows cover the same window rows (clipped by the top or bottom
 // padding or a ceil_mode partial window) and, for average, have the same divisor's row factor
-// form one segment; each segment's row code is emitted once and loops over its rows (the
-// interior rows are one segment). The average's divisor is the reference's, per output, as a
-// constant vector of the segment; then one vdivps.
+// form one segment (pool_spans); each segment's row code is emitted once and loops over its rows
+// (the interior rows are one segment). The average's divisor is the reference's, per output, as
+// a constant vector of the segment; then one vdivps.
 //
 // Register map. General: rsi rX the plane's input; rdx rY the output row; rcx rXr the input row
 // where the window of the current output row starts (row oy·sh − ph, above the plane in the top
@@ -104,7 +104,7 @@ class Gen {
       g_.mov(rPlane, p1_ - p0_);
       g_.L(plane);
       g_.lea(rXr, ptr[rX - p_.ph * p_.w * 4]);
-      for (const Seg& s : segments()) segment(s);
+      for (const PoolSpan& s : pool_spans(p_, 0, !max_, include_pad_)) segment(s);
       g_.add(rX, p_.h * p_.w * 4);
       g_.dec(rPlane);
       g_.jnz(plane, CodeGenerator::T_NEAR);
@@ -114,11 +114,6 @@ class Gen {
   }
 
  private:
-  // Output rows [oy0, oy0 + rows) whose windows cover window rows [i_lo, i_hi) of the image;
-  // rf the divisor's row factor (average only).
-  struct Seg {
-    int64_t oy0, rows, i_lo, i_hi, rf;
-  };
   // Outputs [ox0, ox0 + nv) of a row.
   struct Vec {
     int64_t ox0;
@@ -144,32 +139,6 @@ class Gen {
   int64_t span(int nv) const { return (nv - 1) * p_.sw + 1; }
   int regs(int nv) const { return static_cast<int>((span(nv) + v_.width() - 1) / v_.width()); }
 
-  // The row segments, top to bottom: each top- or bottom-clipped row alone (merged when equal),
-  // the interior rows as one.
-  std::vector<Seg> segments() const {
-    std::vector<Seg> segs;
-    const auto key = [&](int64_t oy) {
-      const int64_t a = oy * p_.sh - p_.ph;
-      Seg s{oy, 1, std::max<int64_t>(0, -a), std::min(p_.kh, p_.h - a), 0};
-      if (!max_) s.rf = include_pad_ ? std::min(a + p_.kh, p_.h + p_.ph) - a : s.i_hi - s.i_lo;
-      return s;
-    };
-    const auto add = [&](int64_t oy, int64_t rows) {
-      const Seg s = key(oy);
-      if (!segs.empty() && segs.back().i_lo == s.i_lo && segs.back().i_hi == s.i_hi && segs.back().rf == s.rf)
-        segs.back().rows += rows;
-      else
-        segs.push_back(Seg{oy, rows, s.i_lo, s.i_hi, s.rf});
-    };
-    const int64_t top = std::min(p_.ho, (p_.ph + p_.sh - 1) / p_.sh);  // rows whose window starts above the image
-    int64_t bottom = p_.ho;  // from here windows reach below it
-    while (bottom > top && (bottom - 1) * p_.sh - p_.ph + p_.kh > p_.h) --bottom;
-    for (int64_t oy = 0; oy < top; ++oy) add(oy, 1);
-    if (bottom > top) add(top, bottom - top);
-    for (int64_t oy = bottom; oy < p_.ho; ++oy) add(oy, 1);
-    return segs;
-  }
-
   void load_indices() {
     const int64_t s = p_.sw;
     if (s == 1 || (!v_.avx512() && s == 2)) return;
@@ -183,16 +152,16 @@ class Gen {
     if (!v_.avx512() || phases_) g_.vmovups(idx(1), v_.cst_u32(i1));
   }
 
-  void segment(const Seg& s) {
+  void segment(const PoolSpan& s) {
     Label row;
-    if (s.rows > 1) {
-      g_.mov(rRow, s.rows);
+    if (s.count > 1) {
+      g_.mov(rRow, s.count);
       g_.L(row);
     }
     output_row(s);
     g_.add(rXr, p_.sh * p_.w * 4);
     g_.add(rY, p_.wo * 4);
-    if (s.rows > 1) {
+    if (s.count > 1) {
       g_.dec(rRow);
       g_.jnz(row, CodeGenerator::T_NEAR);
     }
@@ -205,7 +174,7 @@ class Gen {
     return c >= 0 && c + p_.kw - 1 + regs(n_) * v_.width() <= p_.w;
   }
 
-  void output_row(const Seg& s) {
+  void output_row(const PoolSpan& s) {
     forget_masks();
     std::vector<Vec> vecs;
     for (int64_t ox0 = 0; ox0 < p_.wo; ox0 += n_)
@@ -236,17 +205,17 @@ class Gen {
     groups(vecs, c0 + static_cast<size_t>(loops) * G, vecs.size(), s, row);
   }
 
-  void groups(const std::vector<Vec>& vecs, size_t from, size_t to, const Seg& s, const Base& base) {
+  void groups(const std::vector<Vec>& vecs, size_t from, size_t to, const PoolSpan& s, const Base& base) {
     for (size_t k = from; k < to; k += G)
       group(std::vector<Vec>(vecs.begin() + k, vecs.begin() + std::min(to, k + G)), s, base);
   }
 
   // Folds the taps of segment s into up to G vectors, then divides (average) and stores.
-  void group(const std::vector<Vec>& vs, const Seg& s, const Base& base) {
+  void group(const std::vector<Vec>& vs, const PoolSpan& s, const Base& base) {
     bool started[G] = {};
     if (!max_)
       for (size_t k = 0; k < vs.size(); ++k) g_.vxorps(acc(k), acc(k), acc(k));
-    for (int64_t i = s.i_lo; i < s.i_hi; ++i) {
+    for (int64_t i = s.lo; i < s.hi; ++i) {
       if (phases_) {
         window_row_by_phases(vs, i, base, started);
         continue;
@@ -265,15 +234,10 @@ class Gen {
   }
 
   // The reference's divisor for each output of v in a row of segment s (lanes past nv: 1).
-  Address divisor(const Vec& v, const Seg& s) {
-    int64_t r0, r1;
-    p_.row_range(s.oy0, &r0, &r1);
+  Address divisor(const Vec& v, const PoolSpan& s) {
     std::vector<uint32_t> lanes(16, float_bits(1.f));
-    for (int l = 0; l < v.nv; ++l) {
-      int64_t c0, c1;
-      p_.col_range(v.ox0 + l, &c0, &c1);
-      lanes[l] = float_bits(static_cast<float>(p_.divisor(include_pad_, s.oy0, v.ox0 + l, r0, r1, c0, c1)));
-    }
+    for (int l = 0; l < v.nv; ++l)
+      lanes[l] = float_bits(static_cast<float>(p_.divisor(include_pad_, s.o0, v.ox0 + l)));
     if (std::all_of(lanes.begin(), lanes.begin() + v.nv, [&](uint32_t w) { return w == lanes[0]; }))
       return v_.cst_bits(lanes[0]);
     return v_.cst_u32(lanes);
@@ -408,20 +372,7 @@ class Gen {
     }
   }
 
-  // acc = fold(acc, x): the reference's `x > acc || x != x ? x : acc`, or acc + x.
-  void fold(const Xmm& y, const Xmm& x) {
-    if (!max_) {
-      g_.vaddps(y, y, x);
-    } else if (v_.avx512()) {
-      g_.vcmpps(k2, x, x, VecGen::CMP_UNORD);
-      g_.vmaxps(y, x, y);  // x > y ? x : y (y when either is NaN, so a NaN y sticks)
-      g_.vmovaps(y | k2, x);
-    } else {
-      g_.vmaxps(t(), x, y);
-      g_.vcmpunordps(y, x, x);
-      g_.vblendvps(y, t(), x, y);
-    }
-  }
+  void fold(const Xmm& y, const Xmm& x) { pool_fold(v_, max_, y, x, t()); }
 
   // dst = the lanes of src that `bits` selects, the others 0; never touches the others' memory.
   void masked_load(const Xmm& dst, const Address& src, uint32_t bits) {
@@ -464,18 +415,42 @@ class Gen {
 
 }  // namespace
 
-bool pool_jit_applies(const PoolGeom& p) {
+void pool_fold(VecGen& v, bool max, const Xmm& acc, const Xmm& x, const Xmm& t) {
+  CodeGenerator& g = v.g;
+  if (!max) {
+    g.vaddps(acc, acc, x);
+  } else if (v.avx512()) {
+    g.vcmpps(k2, x, x, VecGen::CMP_UNORD);
+    g.vmaxps(acc, x, acc);  // x > acc ? x : acc (acc when either is NaN, so a NaN acc sticks)
+    g.vmovaps(acc | k2, x);
+  } else {
+    g.vmaxps(t, x, acc);
+    g.vcmpunordps(acc, x, x);
+    g.vblendvps(acc, t, x, acc);
+  }
+}
+
+bool pool_jit_window_fits(const PoolGeom& p) {
   // Taps are unrolled per row segment and edge vector: at most 16 a side and 64 in all keep a
-  // kernel well under 1 MiB. Offsets within a plane (and a row step) stay 32-bit.
-  return p.kh <= 16 && p.kw <= 16 && p.kh * p.kw <= 64 && (p.h + p.kh + p.sh) * p.w < OFFSET_LIMIT &&
-         p.ho * p.wo < OFFSET_LIMIT && p.sw < OFFSET_LIMIT;
+  // kernel well under 1 MiB.
+  return p.kh <= 16 && p.kw <= 16 && p.kh * p.kw <= 64;
+}
+
+bool pool_jit_applies(const PoolGeom& p) {
+  // Offsets within a plane (and a row step) stay 32-bit.
+  return pool_jit_window_fits(p) && (p.h + p.kh + p.sh) * p.w < OFFSET_LIMIT && p.ho * p.wo < OFFSET_LIMIT &&
+         p.sw < OFFSET_LIMIT;
+}
+
+int pool_plane_parts(int64_t planes, int64_t reads, int threads) {
+  constexpr int64_t PART_READS = int64_t(1) << 17;  // input floats per part below which a split does not pay
+  if (threads <= 1) return 1;
+  return static_cast<int>(std::clamp<int64_t>(std::min(reads / PART_READS, planes), 1, threads));
 }
 
 int pool_jit_parts(const PoolGeom& p, int threads) {
-  constexpr int64_t PART_READS = int64_t(1) << 17;  // input floats per part below which a split does not pay
-  const int64_t reads = p.planes() * p.ho * p.wo * p.kh * p.kw;
-  if (!pool_jit_applies(p) || threads <= 1) return 1;
-  return static_cast<int>(std::clamp<int64_t>(std::min(reads / PART_READS, p.planes()), 1, threads));
+  if (!pool_jit_applies(p)) return 1;
+  return pool_plane_parts(p.planes(), p.planes() * p.ho * p.wo * p.kh * p.kw, threads);
 }
 
 Result<std::shared_ptr<const JitKernel>> pool_jit_kernel(const PoolGeom& p, bool max, bool include_pad, Isa isa,
