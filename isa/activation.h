@@ -101,6 +101,7 @@ constexpr FusedActImms fused_act_imms(Opcode op) {
     case Opcode::MATMUL: return {NNASM_IMM(MATMUL, act), NNASM_IMM(MATMUL, act_alpha)};
     case Opcode::LINEAR: return {NNASM_IMM(LINEAR, act), NNASM_IMM(LINEAR, act_alpha)};
     case Opcode::CONV2D: return {NNASM_IMM(CONV2D, act), NNASM_IMM(CONV2D, act_alpha)};
+    case Opcode::CONV2D_WINOGRAD: return {NNASM_IMM(CONV2D_WINOGRAD, act), NNASM_IMM(CONV2D_WINOGRAD, act_alpha)};
     case Opcode::DWCONV2D_NCHWC: return {NNASM_IMM(DWCONV2D_NCHWC, act), NNASM_IMM(DWCONV2D_NCHWC, act_alpha)};
     case Opcode::CONV2D_NCHWC: return {NNASM_IMM(CONV2D_NCHWC, act), NNASM_IMM(CONV2D_NCHWC, act_alpha)};
     default: return {};

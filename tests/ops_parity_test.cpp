@@ -725,6 +725,22 @@ Shape conv_y_shape(const ConvCase& c) {
                conv_out(c.w, c.kw, c.stride[1], c.pad[1], c.dilation[1])};
 }
 
+// The direct sum of convolution c (bias b when `bias`) in double, and the sum of the terms'
+// magnitudes, per output element.
+std::pair<std::vector<double>, std::vector<double>> conv_sums(const ConvCase& c, const HostTensor& x, const HostTensor& w,
+                                                              const HostTensor& b, bool bias) {
+  const Shape ys = conv_y_shape(c);
+  std::vector<double> acc(count_of(ys)), mag(count_of(ys));
+  const int64_t plane = ys.dims[2] * ys.dims[3];
+  for (int64_t i = 0; i < count_of(ys); ++i)
+    if (bias) acc[i] = b.v[(i / plane) % c.o], mag[i] = std::fabs(acc[i]);
+  conv_taps(c, [&](int64_t yi, int64_t xi, int64_t wi) {
+    acc[yi] += x.v[xi] * w.v[wi];
+    mag[yi] += std::fabs(x.v[xi] * w.v[wi]);
+  });
+  return {acc, mag};
+}
+
 void cases_conv2d(ParityRun& r) {
   for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
     for (size_t ci = 0; ci < conv_cases().size(); ++ci) {
@@ -735,14 +751,7 @@ void cases_conv2d(ParityRun& r) {
       const HostTensor w = random_f32(Shape{c.o, c.c / c.groups, c.kh, c.kw}, r.rng());
       const HostTensor b = random_f32(Shape{c.o}, r.rng());
       const Shape ys = conv_y_shape(c);
-      std::vector<double> acc(count_of(ys)), mag(count_of(ys));
-      const int64_t plane = ys.dims[2] * ys.dims[3];
-      for (int64_t i = 0; i < count_of(ys); ++i)
-        if (bias) acc[i] = b.v[(i / plane) % c.o], mag[i] = std::fabs(acc[i]);
-      conv_taps(c, [&](int64_t yi, int64_t xi, int64_t wi) {
-        acc[yi] += x.v[xi] * w.v[wi];
-        mag[yi] += std::fabs(x.v[xi] * w.v[wi]);
-      });
+      const auto [acc, mag] = conv_sums(c, x, w, b, bias);
       const Tolerance st = sum_tol(c.c / c.groups * c.kh * c.kw + 1);
       Expected e{HostTensor{TensorType{DType::F32, ys}, {}}, mag, a < 0 ? st : Tolerance{st.atol + 1e-6, 1.2 * st.rtol + 1e-6}};
       for (double v : acc) e.t.v.push_back(a < 0 ? v : linear_acts()[a].f(v));
@@ -783,6 +792,67 @@ void cases_conv2d_bwd_weight(ParityRun& r) {
     Expected e{HostTensor{w.type, acc}, mag, sum_tol(c.n * ys.dims[2] * ys.dims[3])};
     r.check({x, dy, w}, conv_imms(c), e);
   }
+}
+
+// Winograd's G (F(2×2, 3×3)) for the tests' own weight transform, in double.
+constexpr double WINOGRAD_G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+// u[4i + j, o, c] = Σ G[i][a]·G[j][b]·w[o, c, a, b] of weights [o, c, 3, 3].
+std::vector<double> winograd_u(const std::vector<double>& w, int64_t o, int64_t c) {
+  std::vector<double> u(16 * o * c);
+  for (int e = 0; e < 16; ++e)
+    for (int64_t k = 0; k < o * c; ++k)
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) u[e * o * c + k] += WINOGRAD_G[e / 4][a] * WINOGRAD_G[e % 4][b] * w[k * 9 + a * 3 + b];
+  return u;
+}
+
+void cases_conv_weights_winograd(ParityRun& r) {
+  for (auto [o, c] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {7, 15}, {16, 17}, {33, 8}, {64, 65}}) {
+    const HostTensor w = random_f32(Shape{o, c, 3, 3}, r.rng());
+    std::vector<double> mag(16 * o * c);
+    for (int e = 0; e < 16; ++e)
+      for (int64_t k = 0; k < o * c; ++k)
+        for (int t = 0; t < 9; ++t) mag[e * o * c + k] += std::fabs(WINOGRAD_G[e / 4][t / 3] * WINOGRAD_G[e % 4][t % 3] * w.v[k * 9 + t]);
+    r.check({w}, {}, Expected{HostTensor{TensorType{DType::F32, Shape{16, o, c}}, winograd_u(w.v, o, c)}, mag, sum_tol(9)});
+  }
+}
+
+// The direct sum of a 3×3 stride-1 convolution against Winograd's from the transformed weights:
+// odd maps (a last tile half outside), one-pixel outputs, a pad on one axis only, channel counts
+// around the vector widths.
+void cases_conv2d_winograd(ParityRun& r) {
+  const std::vector<ConvCase> cases = {
+      {1, 1, 7, 7, 1, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},    {2, 3, 15, 16, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 7, 9, 37, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},  {2, 9, 6, 6, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 16, 14, 14, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1}, {1, 3, 2, 2, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 2, 3, 3, 5, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1},    {1, 2, 3, 4, 3, 3, 3, {1, 1}, {1, 0}, {1, 1}, 1},
+      {2, 33, 7, 7, 35, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},  {1, 64, 28, 28, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const ConvCase& c = cases[ci];
+    const bool bias = ci % 3 != 1, relu = ci % 4 == 1, leaky = ci % 4 == 3;
+    const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());
+    const HostTensor w = random_f32(Shape{c.o, c.c, 3, 3}, r.rng());
+    const HostTensor b = random_f32(Shape{c.o}, r.rng());
+    const std::vector<double> ud = winograd_u(w.v, c.o, c.c);
+    const HostTensor u{TensorType{DType::F32, Shape{16, c.o, c.c}}, ud};
+    const Shape ys = conv_y_shape(c);
+    const auto [acc, mag] = conv_sums(c, x, w, b, bias);
+    // The transforms add and subtract partial sums: a few times the direct sum's rounding.
+    const Tolerance st = sum_tol(c.c * 9 + 1);
+    Expected e{HostTensor{TensorType{DType::F32, ys}, {}}, mag, Tolerance{4 * st.atol, 4 * st.rtol}};
+    for (double v : acc) e.t.v.push_back(relu ? std::max(v, 0.0) : leaky && v < 0 ? 0.125 * v : v);
+    std::vector<ImmArg> imms = conv_imms(c);
+    if (relu) imms.push_back(imm_enum("act", "relu"));
+    if (leaky) imms.insert(imms.end(), {imm_enum("act", "leakyrelu"), imm_f("act_alpha", 0.125)});
+    if (bias) r.check({x, u, b}, imms, e);
+    else r.check({x, u}, imms, e);
+  }
+  const HostTensor x = random_f32(Shape{1, 3, 6, 6}, r.rng()), u = random_f32(Shape{16, 2, 3}, r.rng());
+  r.check_rejected({x, u}, {imm_ints("stride", {2, 2})}, "stride and dilation must be [1,1]");
+  r.check_rejected({x, u}, {imm_ints("dilation", {2, 1})}, "stride and dilation must be [1,1]");
+  r.check_rejected({x, random_f32(Shape{16, 3, 1}, r.rng())}, {imm_i("groups", 3)}, "groups 1");
 }
 
 #include "tests/parity_cases_dwconv_nchwc.h"
@@ -1658,6 +1728,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::TO_NCHWC, cases_to_nchwc},
       {Opcode::TO_NCHW, cases_to_nchw},
       {Opcode::CONV_WEIGHTS_NCHWC, cases_conv_weights_nchwc},
+      {Opcode::CONV_WEIGHTS_WINOGRAD, cases_conv_weights_winograd},
+      {Opcode::CONV2D_WINOGRAD, cases_conv2d_winograd},
       {Opcode::MAXPOOL2D_NCHWC, cases_maxpool2d_nchwc},
       {Opcode::AVGPOOL2D_NCHWC, cases_avgpool2d_nchwc},
       {Opcode::GLOBAL_AVGPOOL_NCHWC, cases_global_avgpool_nchwc},
@@ -2297,6 +2369,8 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::TO_NCHWC: return {{Shape{2, 3, 4, 5}}, {}};
     case Opcode::TO_NCHW: return {{Shape{2, 1, 4, 5, 8}}, {imm_i("channels", 3)}};
     case Opcode::CONV_WEIGHTS_NCHWC: return {{Shape{4, 3, 3, 3}}, {}};
+    case Opcode::CONV_WEIGHTS_WINOGRAD: return {{Shape{4, 3, 3, 3}}, {}};
+    case Opcode::CONV2D_WINOGRAD: return {{Shape{1, 3, 5, 5}, Shape{16, 4, 3}, Shape{4}}, {}};
     case Opcode::MAXPOOL2D_NCHWC:
     case Opcode::AVGPOOL2D_NCHWC: return {{Shape{2, 1, 5, 5, 8}}, {imm_ints("kernel", {2, 2})}};
     case Opcode::GLOBAL_AVGPOOL_NCHWC: return {{Shape{2, 1, 4, 5, 16}}, {}};

@@ -20,6 +20,10 @@ const std::vector<PassInfo>& all_passes() {
       {"chain-fusion", 1, pass_chain_fusion,
        "a tree of elementwise ops whose intermediates nobody else reads becomes one CALC"},
       {"cse", 1, pass_cse, "an instruction equal to an earlier one reuses its result"},
+      {"winograd", 1, pass_winograd,
+       "with a JIT, an inference CONV2D that runs by Winograd's F(2x2, 3x3) gets its weights transformed apart"},
+      {"nchwc", 1, pass_nchwc_layout,
+       "with a JIT, inference convolutions on small maps and what follows them run in blocks of a vector's channels"},
       {"dce", 1, pass_dce, "instructions whose results nobody reads disappear"},
       {"derive", 1, pass_derive, "instructions that read only params and constants move to the derive section, run when params change"},
   };

@@ -56,6 +56,8 @@ void add_note(Instruction& ins, const std::string& why);
 // The passes (engine/passes/*.cpp).
 Result<int> pass_dce(Program& p);
 Result<int> pass_derive(Program& p);
+Result<int> pass_winograd(Program& p);
+Result<int> pass_nchwc_layout(Program& p);
 Result<int> pass_identities(Program& p);
 Result<int> pass_pow_reduce(Program& p);
 Result<int> pass_scale_fold(Program& p);

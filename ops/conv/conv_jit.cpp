@@ -30,7 +30,7 @@ struct ConvKernel {
   bool bias = false;
   KernelFn gemm = nullptr;
   KernelFn gemm_rest = nullptr;    // Winograd: the product of a last, smaller group of images
-  KernelFn weight_gemm = nullptr;  // Winograd: U = K·wᵀ
+  KernelFn weight_gemm = nullptr;  // Winograd: U = K·wᵀ; null when in[1] is U (CONV2D_WINOGRAD)
   KernelFn epilogue = nullptr;  // forward: bias and activation; null when neither
   KernelFn direct = nullptr;    // the direct or depthwise kernel (conv_direct.h, conv_depthwise.h) instead of im2col + GEMM
   DirectConv dc{};               // its geometry: forward as g; data gradient with g's roles swapped
@@ -179,8 +179,14 @@ void forward_winograd(const KernelArgs* a, const void* data) {
   float* y = static_cast<float*>(a->out[0]);
   float* s = static_cast<float*>(a->scratch);
   const WinogradScratch& ws = k.ws;
-  call_kernel(k.weight_gemm, {winograd_weight_matrix(), static_cast<const float*>(a->in[1]) + k.o0 * g.c * 9}, s + ws.u,
-              s + ws.gemm);
+  // U: the part's rows of each of the 16 planes, given or transformed here.
+  const float* u = static_cast<const float*>(a->in[1]) + k.o0 * g.c;
+  int64_t u_plane = g.o * g.c;
+  if (k.weight_gemm) {
+    call_kernel(k.weight_gemm, {winograd_weight_matrix(), static_cast<const float*>(a->in[1]) + k.o0 * g.c * 9}, s + ws.u,
+                s + ws.gemm);
+    u = s + ws.u, u_plane = ws.u_plane;
+  }
   const WinogradTiles t = winograd_tiles(g);
   const WinogradProducts pr = winograd_products(g);
   const int64_t image = g.c * g.h * g.w, out_image = g.o * g.p();
@@ -196,7 +202,7 @@ void forward_winograd(const KernelArgs* a, const void* data) {
       }
       const KernelFn gemm = columns == pr.columns ? k.gemm : k.gemm_rest;
       for (int64_t e = 0; e < 16; ++e)
-        call_kernel(gemm, {s + ws.u + e * ws.u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
+        call_kernel(gemm, {u + e * u_plane, s + ws.v + e * ws.v_plane}, s + ws.m + e * ws.m_plane, s + ws.gemm);
       for (int64_t i = 0; i < images; ++i)
         k.wt.output(g, s + ws.m + i * band, ws.m_plane, columns, ty0, ty1, k.o0, k.channels, y + (n0 + i) * out_image,
                     s + ws.tmp);
@@ -436,6 +442,10 @@ size_t conv_ref_scratch(const ConvGeom& g, const GemmShape& s) {
   return static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + gemm_scratch_floats(s) * sizeof(float);
 }
 
+size_t conv_winograd_scratch(const ConvGeom& g) {
+  return static_cast<size_t>(winograd_scratch(g, g.o, winograd_gemm_bytes(g, g.o), true).floats) * sizeof(float);
+}
+
 size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass) {
   const size_t gemm = static_cast<size_t>(conv_cols_floats(g)) * sizeof(float) + jit_gemm_scratch_bytes(gemm_desc(g, pass));
   if (depthwise(g, pass)) return std::max(gemm, static_cast<size_t>(g.o * g.kh * g.kw) * sizeof(float));
@@ -459,18 +469,18 @@ int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads) {
 }
 
 Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCache& cache, ConvPass pass,
-                                                  const ConvGeom& g) {
+                                                  const ConvGeom& g, bool u_given) {
   auto k = std::make_shared<ConvKernel>();
   k->g = g;
   const bool by_channel = split_channels(g, pass);
   k->n0 = by_channel ? 0 : g.n * r.part / r.n_parts;
   k->n1 = by_channel ? g.n : g.n * (r.part + 1) / r.n_parts;
   k->bias = pass == ConvPass::FORWARD && r.ins.in.size() == 3;
-  const std::string key = fmt::format("conv:{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
-                                      static_cast<int>(pass), isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
+  const std::string key = fmt::format("conv:{}{}:{}:{}x{}x{}x{}:{}x{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}:bias{}:act{}:{}:part{}/{}",
+                                      static_cast<int>(pass), u_given ? "u" : "", isa_name(r.isa), g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.sh,
                                       g.sw, g.ph, g.pw, g.dh, g.dw, g.groups, int(k->bias), static_cast<int>(fused_act(r.ins)),
                                       fused_act_alpha(r.ins), r.part, r.n_parts);
-  if (depthwise(g, pass)) {
+  if (!u_given && depthwise(g, pass)) {
     const bool fwd = pass == ConvPass::FORWARD;
     if (by_channel) k->o0 = g.o * r.part / r.n_parts;
     DepthwiseConv d = depthwise_geometry(fwd ? g : depthwise_data_geometry(g),
@@ -492,8 +502,8 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
   // The part's output channels: all of them, or its share when a single image splits them.
   k->o0 = by_channel ? g.o * r.part / r.n_parts : 0;
   k->channels = by_channel ? g.o * (r.part + 1) / r.n_parts - k->o0 : g.o;
-  if (pass == ConvPass::FORWARD && winograd_applies(g)) {
-    k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels));
+  if (pass == ConvPass::FORWARD && (u_given ? winograd_fits(g) : winograd_applies(g))) {
+    k->ws = winograd_scratch(g, k->channels, winograd_gemm_bytes(g, k->channels), u_given);
     k->wt = winograd_transforms(r.isa);
     // The last product of the part: a smaller group of images, or a shorter band of tile rows.
     const WinogradProducts pr = winograd_products(g);
@@ -506,16 +516,19 @@ Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCac
     if (!gemm_rest || !gemm_rest.value()) return gemm_rest;
     k->gemm_rest = gemm_rest.value()->fn();
     k->keep.push_back(gemm_rest.value());
-    Result<std::shared_ptr<const JitKernel>> weight_gemm = jit_gemm(winograd_weight_gemm(g, k->channels), r.isa, cache);
-    if (!weight_gemm || !weight_gemm.value()) return weight_gemm;
     k->gemm = gemm.value()->fn();
-    k->weight_gemm = weight_gemm.value()->fn();
     k->keep.push_back(gemm.value());
-    k->keep.push_back(weight_gemm.value());
+    if (!u_given) {
+      Result<std::shared_ptr<const JitKernel>> weight_gemm = jit_gemm(winograd_weight_gemm(g, k->channels), r.isa, cache);
+      if (!weight_gemm || !weight_gemm.value()) return weight_gemm;
+      k->weight_gemm = weight_gemm.value()->fn();
+      k->keep.push_back(weight_gemm.value());
+    }
     std::string name = gemm.value()->name();
     NNASM_TRY(attach_epilogue(r, cache, g, k->channels, *k, &name));
     return cache.get(key, [&] { return build_bound_kernel(name, forward_winograd, std::shared_ptr<const void>(k)); });
   }
+  if (u_given) return std::shared_ptr<const JitKernel>();  // in[1] is U: nothing else reads it
   if ((pass == ConvPass::FORWARD && direct_forward(g, lanes_of(r.isa))) ||
       (pass == ConvPass::BACKWARD_DATA && direct_data_gradient(g))) {
     k->dc = pass == ConvPass::FORWARD ? forward_direct_geometry(g, lanes_of(r.isa)) : direct_geometry(g, pass, lanes_of(r.isa));

@@ -30,7 +30,11 @@ size_t conv_jit_scratch(const ConvGeom& g, ConvPass pass);
 int conv_jit_parts(const ConvGeom& g, ConvPass pass, int threads);
 // The kernel for `r` (its part of the images), from `cache`. Errors: a GEMM or epilogue kernel
 // that could not be generated; a null kernel when the GEMM case is not covered.
+// With `u_given` (CONV2D_WINOGRAD's forward pass): in[1] holds the weights transformed for
+// F(2×2, 3×3), [16, O, C], and g must fit it (winograd_fits); null when the case is not covered.
 Result<std::shared_ptr<const JitKernel>> conv_jit(const JitRequest& r, KernelCache& cache, ConvPass pass,
-                                                  const ConvGeom& g);
+                                                  const ConvGeom& g, bool u_given = false);
+// Scratch bytes for CONV2D_WINOGRAD's JIT kernel.
+size_t conv_winograd_scratch(const ConvGeom& g);
 
 }  // namespace nnasm

@@ -57,16 +57,20 @@ WinogradProducts winograd_products(const ConvGeom& g) {
   return p;
 }
 
+bool winograd_fits(const ConvGeom& g) {
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.groups == 1 && g.ph <= 1 &&
+         g.pw <= 1 && g.ho >= 1 && g.wo >= 1;
+}
+
 bool winograd_applies(const ConvGeom& g) {
-  if (g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.groups != 1) return false;
-  if (g.ph > 1 || g.pw > 1 || g.ho < 2 || g.wo < 2 || g.c < MIN_CHANNELS || g.o < MIN_CHANNELS) return false;
+  if (!winograd_fits(g) || g.ho < 2 || g.wo < 2 || g.c < MIN_CHANNELS || g.o < MIN_CHANNELS) return false;
   return g.n * winograd_tiles(g).t() >= MIN_TILES;
 }
 
-WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes) {
+WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes, bool u_given) {
   const WinogradTiles t = winograd_tiles(g);
   WinogradScratch s;
-  s.u_plane = o * g.c;
+  s.u_plane = u_given ? 0 : o * g.c;
   s.v_plane = plane(g.c * winograd_products(g).columns);
   s.m_plane = plane(o * winograd_products(g).columns);
   s.u = 0;

@@ -4,9 +4,11 @@
 // per channel pair instead of 36, so the multiply-adds drop by 2.25×. Summed over the input
 // channels, the 16 element-wise products become 16 matrix products, which the generated GEMM
 // runs (jit/gemm.h, one batched call):
-//   U[ξ] = (G g Gᵀ)[ξ]   [o, c]   the weights, transformed on every run (they are params, which
-//                                  may change between runs) by a product of their own:
-//                                  U = K · wᵀ, K the 16 × 9 matrix of G ⊗ G (winograd_weight_matrix)
+//   U[ξ] = (G g Gᵀ)[ξ]   [o, c]   the weights, transformed by a product of their own, U = K · wᵀ,
+//                                  K the 16 × 9 matrix of G ⊗ G (winograd_weight_matrix): by CONV2D's
+//                                  kernel on every run (a training program's params change every
+//                                  step), or once by CONV_WEIGHTS_WINOGRAD in the derive section
+//                                  (ops/conv/conv2d_winograd.cpp)
 //   V[ξ] = (Bᵀ d B)[ξ]   [c, t]   the input patches of every tile t
 //   M[ξ] = U[ξ] · V[ξ]   [o, t]
 //   y tile = Aᵀ M[·][o, t] A
@@ -39,8 +41,9 @@ struct WinogradProducts {
 };
 WinogradProducts winograd_products(const ConvGeom& g);
 
-// Whether the forward pass of g takes F(2×2, 3×3): 3×3 taps, stride and dilation 1, one group,
-// padding at most 1, and enough tiles (over the images) that the products saved outweigh
+// Whether F(2×2, 3×3) computes g: 3×3 taps, stride and dilation 1, one group, padding at most 1.
+bool winograd_fits(const ConvGeom& g);
+// Whether the forward pass of g takes F(2×2, 3×3): it fits, and enough tiles (over the images) that the products saved outweigh
 // transforming the weights on every run; fewer than 8 channels either way stay with the direct
 // kernel, which has no transforms to pay for.
 bool winograd_applies(const ConvGeom& g);
@@ -56,7 +59,8 @@ struct WinogradScratch {
   int64_t u, v, m, xp, tmp, gemm, floats;
   int64_t u_plane, v_plane, m_plane;
 };
-WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes);
+// With `u_given` (CONV2D_WINOGRAD, whose weights come transformed) U takes no room.
+WinogradScratch winograd_scratch(const ConvGeom& g, int64_t o, size_t gemm_bytes, bool u_given = false);
 
 // The 16 × 9 matrix K[(i, j)][(a, b)] = G[i][a]·G[j][b], so that U[ξ][o·C + c] = Σ K[ξ][k] ·
 // w[o, c, k] (k = 3a + b): the weight transform as the product K · wᵀ. 64-byte aligned.
