@@ -203,3 +203,56 @@ TEST(Conv2d, ShellAndShapeErrorsNameTheProblem) {
 
 }  // namespace
 }  // namespace nnasm
+
+namespace nnasm {
+namespace {
+
+// In an inference program at each JIT level, the winograd and nchwc passes hand their
+// convolutions to generated kernels (never the reference), the weights' transforms run in the
+// derive section, and the results are the plain program's.
+TEST(Conv2d, InferencePassesRunGeneratedKernels) {
+  for (Isa isa : jit_levels()) {
+    if (isa == Isa::REF) continue;
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<float> y[2];
+    for (int opt : {0, 1}) {
+      Context ctx;
+      ctx.set_jit(JitConfig{true, isa});
+      ctx.set_opt_level(opt);
+      Program p(ctx);
+      Graph g(p);
+      Conv2dOptions o;
+      o.pad = {1, 1};
+      o.act = Activation::RELU;
+      Var a = conv2d(g.input("x", {1, 16, 14, 14}), 16, {3, 3}, o);  // Winograd: 49 tiles
+      o.stride = {2, 2};
+      Var b = conv2d(a, 32, {3, 3}, o);  // strided: blocked
+      o.stride = {1, 1};
+      o.groups = 32;
+      Var c = conv2d(b, 32, {3, 3}, o);  // depthwise, on a blocked input
+      g.output(add(c, b), "y");
+      ASSERT_TRUE(g.status()) << g.status().message();
+      auto made = Executor::prepare(p);
+      ASSERT_TRUE(made) << made.status().message();
+      Executor& ex = *made.value();
+      for (int64_t i = 0; i < 16 * 14 * 14; ++i) ex.tensor("x")->f32()[i] = std::sin(0.37f * static_cast<float>(i));
+      ex.run();
+      const Tensor* t = ex.tensor("y");
+      y[opt].assign(t->f32(), t->f32() + t->numel());
+      if (!opt) continue;
+      const std::string level = isa == Isa::AVX512 ? "__avx512" : "__avx2";
+      for (Opcode op : {Opcode::CONV2D_WINOGRAD, Opcode::CONV2D_NCHWC, Opcode::DWCONV2D_NCHWC, Opcode::TO_NCHWC, Opcode::TO_NCHW}) {
+        const std::vector<std::string> k = kernels_of(ex, op);
+        ASSERT_EQ(k.size(), 1u) << op_info(op).mnemonic;
+        EXPECT_NE(k[0].find(level), std::string::npos) << k[0];
+      }
+      const auto [db, de] = ex.program().section_range(Section::DERIVE);
+      EXPECT_EQ(de - db, 3u);  // one transform and two packings
+    }
+    ASSERT_EQ(y[0].size(), y[1].size());
+    for (size_t i = 0; i < y[0].size(); ++i) EXPECT_NEAR(y[0][i], y[1][i], 1e-4 + 1e-4 * std::fabs(y[0][i])) << i;
+  }
+}
+
+}  // namespace
+}  // namespace nnasm
