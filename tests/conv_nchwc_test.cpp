@@ -1,7 +1,7 @@
 // CONV2D_NCHWC against a naive convolution written here over plain NCHW data, the test packing x
 // and w into the blocked layout itself (ops/layout/nchwc.h): odd and tail channel counts, maps,
-// kernels, strides, padding and dilation, with and without a bias and a fused relu, b = 8 and 16,
-// at the reference and at every JIT level, with guard bands. The generated kernel is what ran
+// kernels, strides, padding and dilation, with and without a bias, a residual and a fused relu,
+// b = 8 and 16, at the reference and at every JIT level, with guard bands. The generated kernel is what ran
 // where a level has one; two threads give the bits one gives, whichever way the parts split;
 // and the shape errors name the operand at fault.
 #include <gtest/gtest.h>
@@ -19,11 +19,13 @@ namespace {
 struct Case {
   int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw;
   bool bias, relu;
+  bool residual = false;  // a last input r shaped as y, added before the relu
 };
 
 std::string describe(const Case& c, int64_t b) {
   return fmt::format("b={} x [{},{},{},{}] o={} k {}x{} s {}x{} p {}x{} d {}x{}{}{}", b, c.n, c.c, c.h, c.w, c.o, c.kh,
-                     c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.bias ? " bias" : "", c.relu ? " relu" : "");
+                     c.kw, c.sh, c.sw, c.ph, c.pw, c.dh, c.dw, c.bias ? " bias" : "", c.relu ? " relu" : "") +
+         (c.residual ? " residual" : "");
 }
 
 int64_t blocks(int64_t c, int64_t b) { return (c + b - 1) / b; }
@@ -54,12 +56,13 @@ HostTensor pack_w(const HostTensor& w, int64_t b) {
 }
 
 struct Operands {
-  std::vector<HostTensor> in;  // blocked x, packed w, bias
+  std::vector<HostTensor> in;  // blocked x, packed w, bias, residual
   Expected want;               // blocked y
 };
 
 // Random NCHW operands, their blocked forms, and y computed in double over the NCHW data then
-// laid out in blocks; lanes past o are act(0) = 0 (their packed weights and bias are zero).
+// laid out in blocks; lanes past o are act(r) (their packed weights and bias are zero; r is
+// random in every lane, as blocked y is) or act(0) = 0 without a residual.
 Operands make(const Case& c, int64_t b, std::mt19937& rng) {
   const HostTensor x = random_f32(shape_of({c.n, c.c, c.h, c.w}), rng);
   const HostTensor w = random_f32(shape_of({c.o, c.c, c.kh, c.kw}), rng);
@@ -69,15 +72,22 @@ Operands make(const Case& c, int64_t b, std::mt19937& rng) {
   Operands r;
   r.in = {pack_x(x, b), pack_w(w, b)};
   if (c.bias) r.in.push_back(bias);
-  const double k = static_cast<double>(c.c * c.kh * c.kw + 1);
+  const HostTensor res = c.residual ? random_f32(ys, rng) : HostTensor{};
+  if (c.residual) r.in.push_back(res);
+  const double k = static_cast<double>(c.c * c.kh * c.kw + 2);
   r.want = Expected{HostTensor{TensorType{DType::F32, ys}, std::vector<double>(static_cast<size_t>(count_of(ys)), 0.0)},
                     std::vector<double>(static_cast<size_t>(count_of(ys)), 0.0), Tolerance{1e-6, 2e-6 + 1.2e-7 * k}};
   for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t o = 0; o < c.o; ++o)
+    for (int64_t o = 0; o < ys[1] * b; ++o)
       for (int64_t oy = 0; oy < ho; ++oy)
         for (int64_t ox = 0; ox < wo; ++ox) {
-          double s = c.bias ? bias.v[o] : 0, mag = std::fabs(s);
-          for (int64_t ch = 0; ch < c.c; ++ch)
+          const int64_t yi = ravel({n, o / b, oy, ox, o % b}, ys);
+          double s = c.bias && o < c.o ? bias.v[o] : 0, mag = std::fabs(s);
+          if (c.residual) {
+            s += res.v[yi];
+            mag += std::fabs(res.v[yi]);
+          }
+          for (int64_t ch = 0; ch < (o < c.o ? c.c : 0); ++ch)
             for (int64_t i = 0; i < c.kh; ++i)
               for (int64_t j = 0; j < c.kw; ++j) {
                 const int64_t iy = oy * c.sh - c.ph + i * c.dh, ix = ox * c.sw - c.pw + j * c.dw;
@@ -86,7 +96,6 @@ Operands make(const Case& c, int64_t b, std::mt19937& rng) {
                 s += t;
                 mag += std::fabs(t);
               }
-          const int64_t yi = ravel({n, o / b, oy, ox, o % b}, ys);
           r.want.t.v[yi] = c.relu && s < 0 ? 0 : s;
           r.want.mag[yi] = mag;
         }
@@ -96,6 +105,7 @@ Operands make(const Case& c, int64_t b, std::mt19937& rng) {
 std::vector<ImmArg> imms(const Case& c) {
   std::vector<ImmArg> v = {imm_ints("stride", {c.sh, c.sw}), imm_ints("pad", {c.ph, c.pw}), imm_ints("dilation", {c.dh, c.dw})};
   if (c.relu) v.push_back(imm_enum("act", "relu"));
+  if (c.residual) v.push_back(imm_b("residual", true));
   return v;
 }
 
@@ -129,6 +139,10 @@ const std::vector<Case>& cases() {
       {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, false},
       {2, 40, 14, 14, 72, 1, 1, 1, 1, 0, 0, 1, 1, true, false},
       {1, 7, 14, 14, 33, 1, 1, 2, 2, 0, 0, 1, 1, false, true},
+      {1, 17, 14, 14, 33, 3, 3, 1, 1, 1, 1, 1, 1, true, true, true},
+      {2, 9, 7, 5, 7, 3, 3, 2, 1, 1, 1, 1, 1, false, false, true},
+      {1, 16, 13, 11, 17, 1, 1, 1, 1, 0, 0, 1, 1, true, false, true},
+      {1, 8, 9, 60, 9, 3, 3, 1, 1, 1, 1, 1, 1, false, true, true},
   };
   return c;
 }
@@ -149,6 +163,7 @@ TEST(ConvNchwc, MatchesNaiveNchwConvolutionAtEveryLevel) {
         if (generated(isa, b)) {
           EXPECT_NE(got.kernel.find("f32_conv2d_nchwc"), std::string::npos) << got.kernel;
           EXPECT_NE(got.kernel.find(b == 16 ? "__avx512_" : "__avx2_"), std::string::npos) << got.kernel;
+          EXPECT_EQ(got.kernel.find("_sum") != std::string::npos, c.residual) << got.kernel;
         } else {
           EXPECT_EQ(got.kernel, "ref");
         }
@@ -164,6 +179,9 @@ TEST(ConvNchwc, TwoThreadsGiveTheBitsOfOne) {
       {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, false},
       {1, 320, 14, 14, 8, 3, 3, 2, 2, 1, 1, 1, 1, true, false},
       {1, 512, 7, 7, 48, 1, 1, 1, 1, 0, 0, 1, 1, false, true},
+      {2, 17, 14, 14, 33, 3, 3, 1, 1, 1, 1, 1, 1, true, true, true},
+      {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, false, true, true},
+      {1, 320, 14, 14, 8, 3, 3, 2, 2, 1, 1, 1, 1, true, false, true},
   };
   std::mt19937 rng(7);
   for (const Case& c : split)
@@ -202,6 +220,16 @@ TEST(ConvNchwc, ShapeErrorsNameTheOperand) {
   EXPECT_TRUE(append_fails(op, {x, w}, {imm_ints("stride", {0, 1})}, {"stride"}));
   EXPECT_TRUE(append_fails(op, {x, w}, {imm_ints("pad", {1})}, {"pad", "2 entries"}));
   EXPECT_TRUE(append_fails(op, {x, f32s({3, 2, 9, 9, 16, 16})}, {}, {"9x9 kernel", "does not fit", "input operand 1"}));
+  // residual=1: r is the last input, shaped exactly as y [1, 3, 5, 5, 16].
+  const ImmArg res = imm_b("residual", true);
+  const TensorType y = f32s({1, 3, 5, 5, 16}), bias = f32s({40});
+  EXPECT_TRUE(append_fails(op, {x, w}, {res}, {"residual=1", "3 or 4 inputs", "got 2"}));
+  EXPECT_TRUE(append_fails(op, {x, w, bias, y, y}, {res}, {"residual=1", "3 or 4 inputs", "got 5"}));
+  EXPECT_TRUE(append_fails(op, {x, w, y, y}, {}, {"2 or 3 inputs", "got 4"}));
+  EXPECT_TRUE(append_fails(op, {x, w, f32s({1, 3, 5, 4, 16})}, {res}, {"residual operand 3", "shaped as the output", "[1,3,5,5,16]"}));
+  EXPECT_TRUE(append_fails(op, {x, w, bias, f32s({1, 2, 5, 5, 16})}, {res}, {"residual operand 4", "shaped as the output"}));
+  EXPECT_TRUE(append_fails(op, {x, w, bias, f32s({1, 3, 5, 5, 8})}, {res}, {"residual operand 4"}));
+  EXPECT_TRUE(append_fails(op, {x, w, f32s({49}), y}, {res}, {"bias operand 3", "3 output blocks"}));
 }
 
 // No backward rule: the layout pass leaves training programs in NCHW.

@@ -10,7 +10,9 @@
 // image's input and output; rXb/rYb a band's, rXt/rYt a tile's (runs of equal bands or tiles
 // step them); rXc/rWc walk the input blocks and lanes; rCi, rCb, rRun the lane, block and
 // tile-run counters. The group, image and band-run counters and the chunk's images and pointers
-// live on the stack; rdi keeps the KernelArgs.
+// live on the stack; rdi keeps the KernelArgs. The residual r has y's shape, so its element sits
+// at y's address plus one constant (r − y, on the stack): the store epilogue, where the lane and
+// block walkers are free, puts rYt plus it in rXc and reads r at the store's offsets.
 // Loop nest: chunks of images (runtime) → groups of OB output blocks (runtime; a smaller last
 // group, and the group holding the bias's tail, peeled) → the chunk's images (runtime) → runs of
 // equal bands (runtime) → runs of equal tiles (runtime) → input blocks (runtime) → input lanes
@@ -182,8 +184,9 @@ int max_accumulators(const NchwcConv& d, int ob) {
 // input lane, each tap costs the most of its FMAs at two a cycle, its loads at two a cycle, the
 // FMA latency of 4 cycles (each accumulator takes one FMA a tap), and the weight bytes from L2 at
 // 32 a cycle, or from L3 at 16 once a group's weights outgrow L2; and each tile pays its setup
-// and stores. The FMAs are the same in every plan; what differs is how many pixels share a
-// weight load, how many accumulators hide the latency, and how often the weights stream by.
+// and stores (and residual loads). The FMAs are the same in every plan; what differs is how many
+// pixels share a weight load, how many accumulators hide the latency, and how often the weights
+// stream by.
 double plan_cycles(const NchwcConv& d, const Plan& pl) {
   const auto group_cycles = [&](int ob) {
     const bool l3 = ob * w_block_bytes(d) > L2_BYTES;
@@ -197,7 +200,7 @@ double plan_cycles(const NchwcConv& d, const Plan& pl) {
           const double fma = ob * v, loads = ob + (pl.embedded ? fma : v), wbytes = ob * vbytes(d);
           lane += std::max({fma / 2, loads / 2, 4.0, wbytes / (l3 ? 16 : 32)});
         }
-        total += lane * static_cast<double>(d.cb * d.lanes) + 30 + 2.0 * ob * t.r;
+        total += lane * static_cast<double>(d.cb * d.lanes) + 30 + (d.residual ? 3.0 : 2.0) * ob * t.r;
       }
     return total;
   };
@@ -267,6 +270,11 @@ class Gen {
       add_bytes(rXi, d_.n0 * x_image_bytes(d_));
       g_.mov(g_.qword[rsp + X_CHUNK], rXi);
       f.load_out(rYi, 0);
+      if (d_.residual) {
+        f.load_in(rax, d_.bias_channels ? 3 : 2);
+        g_.sub(rax, rYi);
+        g_.mov(g_.qword[rsp + R_MINUS_Y], rax);
+      }
       add_bytes(rYi, (d_.n0 * d_.y_blocks + d_.ob0) * y_block_bytes(d_));
       g_.mov(g_.qword[rsp + Y_CHUNK], rYi);
       g_.mov(g_.qword[rsp + LEFT], static_cast<uint32_t>(d_.n1 - d_.n0));
@@ -302,10 +310,10 @@ class Gen {
  private:
   const Reg64 &rW = rdx, &rB = r8, &rY = rcx, &rXi = rsi, &rYi = r9, &rXb = r10, &rYb = r11, &rXt = r12,
               &rYt = r13, &rXc = r14, &rWc = r15, &rCi = rax, &rCb = rbx, &rRun = rbp;
-  // Stack slots: the loop counters kept in memory, the images left and in this chunk, and the
-  // chunk's input and output.
+  // Stack slots: the loop counters kept in memory, the images left and in this chunk, the
+  // chunk's input and output, and the residual's distance from the output in bytes.
   static constexpr int GROUP_SLOT = 0, IMAGE_SLOT = 8, BAND_SLOT = 16, LEFT = 24, CHUNK_IMAGES = 32, X_CHUNK = 40,
-                       Y_CHUNK = 48, FRAME_BYTES = 56;
+                       Y_CHUNK = 48, R_MINUS_Y = 56, FRAME_BYTES = 64;
 
   // A loop counter: a register, or (slot ≥ 0) a stack slot.
   struct Counter {
@@ -403,7 +411,7 @@ class Gen {
   Xmm acc(int o, int k, int r) const { return v_.vreg(o * r + k); }
 
   // One tile of ob blocks × t.r pixels: the accumulators from the bias, the loops over input blocks
-  // and lanes, then the activation and the stores.
+  // and lanes, then the residual, the activation and the stores.
   void tile(const Tile& t, int ob, int tail) {
     const int r = t.r, a = ob * r;
     auto wv = [&](int o) { return v_.vreg(a + o); };
@@ -452,10 +460,16 @@ class Gen {
            });
     std::vector<Xmm> tmp;
     for (int i = 0; i < act_.n_tmp; ++i) tmp.push_back(v_.vreg(a + i));
+    if (d_.residual) {
+      g_.mov(rXc, g_.qword[rsp + R_MINUS_Y]);
+      g_.add(rXc, rYt);
+    }
     for (int o = 0; o < ob; ++o)
       for (int k = 0; k < r; ++k) {
+        const int64_t off = (o * d_.ho * d_.wo + t.p + k) * vbytes(d_);
+        if (d_.residual) g_.vaddps(acc(o, k, r), acc(o, k, r), ptr[rXc + off]);
         if (d_.act != Activation::NONE) act_.body(v_, acc(o, k, r), acc(o, k, r), tmp);
-        g_.vmovups(ptr[rYt + (o * d_.ho * d_.wo + t.p + k) * vbytes(d_)], acc(o, k, r));
+        g_.vmovups(ptr[rYt + off], acc(o, k, r));
       }
   }
 
@@ -489,7 +503,8 @@ Result<std::shared_ptr<const JitKernel>> nchwc_conv_kernel(const NchwcConv& d, I
   if (!ok || !nchwc_conv_applies(d)) return std::shared_ptr<const JitKernel>();
   auto pl = std::make_shared<Plan>(choose_plan(d));
   if (pl->bands.empty()) return std::shared_ptr<const JitKernel>();
-  const std::string name = fmt::format("f32_conv2d_nchwc{}{}__{}_{}x{}", d.bias_channels ? "_bias" : "",
+  const std::string name = fmt::format("f32_conv2d_nchwc{}{}{}__{}_{}x{}", d.bias_channels ? "_bias" : "",
+                                       d.residual ? "_sum" : "",
                                        d.act == Activation::NONE ? "" : "_" + std::string(activation_name(d.act)),
                                        zmm(d) ? "avx512" : "avx2", pl->ob, pl->r);
   const std::string key = fmt::format(

@@ -21,9 +21,10 @@ namespace nnasm {
 
 // One call computes images [n0, n1) × output blocks [ob0, ob1) × output pixels [p0, p1) (flat,
 // oy·wo + ox) of the whole operands: in[0] x [N, cb, h, w, b], in[1] the packed weights
-// [ob, cb, kh, kw, b, b], in[2] the bias (bias_channels > 0), out[0] y [N, ob, ho, wo, b]. Each
-// output element is the bias (0 past `bias_channels`), then the FMAs in (input block, lane,
-// tap row, tap column) order, then the activation: the same bits whatever the part.
+// [ob, cb, kh, kw, b, b], in[2] the bias (bias_channels > 0), the last input the residual r
+// shaped as y (residual), out[0] y [N, ob, ho, wo, b]. Each output element is the bias (0 past
+// `bias_channels`), then the FMAs in (input block, lane, tap row, tap column) order, then r's
+// element added, then the activation: the same bits whatever the part.
 struct NchwcConv {
   int lanes = 16;  // b: 16 (AVX-512 code) or 8 (AVX2 code)
   int64_t cb = 1, h = 1, w = 1;
@@ -32,6 +33,7 @@ struct NchwcConv {
   int64_t y_blocks = 1;  // output blocks of y (its image stride)
   int64_t n0 = 0, n1 = 1, ob0 = 0, ob1 = 1, p0 = 0, p1 = 1;
   int64_t bias_channels = 0;  // the bias's length O (0: no bias)
+  bool residual = false;      // the last input r, shaped as y, added before the activation
   Activation act = Activation::NONE;
   float act_alpha = 0;
 };
