@@ -21,6 +21,7 @@
 // past C in the last block) hold act(0) and what finite ops make of it: the zero weights of the
 // next convolution multiply them, so a value that could become NaN or infinite there (a DIV,
 // a LOG) would leak into real channels — such ops end the region instead.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -130,7 +131,7 @@ class Rewriter {
     std::vector<Imm> imm = ins.imm;
     if (depthwise) imm.erase(imm.begin() + CONV_GROUPS);
     Instruction k = make_instruction(depthwise ? Opcode::DWCONV2D_NCHWC : Opcode::CONV2D_NCHWC, {}, {});
-    k.imm = std::move(imm);
+    std::copy(imm.begin(), imm.end(), k.imm.begin());  // CONV2D's, then the blocked op's own defaults
     Result<TensorId> xb = to_blocked(ins.in[0], ins);
     if (!xb) return xb.status();
     Result<TensorId> wb = packed(ins.in[1], depthwise, ins);
