@@ -5,7 +5,9 @@
 // elementwise ops that keep finite values finite, pooling, and channel CONCAT of whole blocks.
 // A TO_NCHWC enters the layout where a blocked op reads a plain tensor; a TO_NCHW leaves it
 // where anything else reads a blocked result, or where the result is an output — so the
-// program's edges, what users and importers see, stay NCHW. Weights are packed by
+// program's edges, what users and importers see, stay NCHW. A residual sum (ADD, or CALC
+// relu(add)) of a dense blocked convolution's private output folds into that convolution
+// (CONV2D_NCHWC residual=1). Weights are packed by
 // CONV_WEIGHTS_NCHWC instructions, which the derive pass moves to the derive section: they run
 // when the params change, not per run.
 //
@@ -86,7 +88,8 @@ class Rewriter {
   Rewriter(Program& p, int64_t block) : p_(p), u_(p), b_(block) {}
 
   Result<int> run() {
-    for (const Instruction& ins : p_.code()) {
+    for (i_ = 0; i_ < p_.code().size(); ++i_) {
+      const Instruction& ins = p_.code()[i_];
       if (ins.section != Section::FORWARD) {
         out_.push_back(ins);
         continue;
@@ -94,7 +97,10 @@ class Rewriter {
       NNASM_TRY(rewrite(ins));
     }
     if (!n_) return 0;
-    NNASM_TRY(p_.set_code(std::move(out_)));
+    std::vector<Instruction> code;
+    for (Instruction& ins : out_)
+      if (ins.op != Opcode::INVALID) code.push_back(std::move(ins));  // convolutions moved by residual()
+    NNASM_TRY(p_.set_code(std::move(code)));
     return n_;
   }
 
@@ -105,7 +111,11 @@ class Rewriter {
     const OpCategory c = ins.info().category;
     const bool elementwise = (c == OpCategory::ELEMENTWISE_UNARY || c == OpCategory::ELEMENTWISE_BINARY) &&
                              (op == Opcode::CALC ? calc_keeps_finite(ins) : keeps_finite(op));
-    if (elementwise && same_maps(ins) && any_blocked(ins)) return follow(ins, op, ins.imm);
+    if (elementwise && same_maps(ins) && any_blocked(ins)) {
+      Result<bool> fused = residual(ins);
+      if (!fused) return fused.status();
+      return fused.value() ? Status::ok() : follow(ins, op, ins.imm);
+    }
     if ((op == Opcode::MAXPOOL2D || op == Opcode::AVGPOOL2D || op == Opcode::GLOBAL_AVGPOOL) && blocked_.count(ins.in[0]) &&
         is_plain_map(type(ins.in[0])))
       return follow(ins, op == Opcode::MAXPOOL2D   ? Opcode::MAXPOOL2D_NCHWC
@@ -138,7 +148,63 @@ class Rewriter {
     if (!wb) return wb.status();
     k.in = {xb.value(), wb.value()};
     if (ins.in.size() == 3) k.in.push_back(ins.in[2]);
-    return emit_blocked(ins, std::move(k));
+    NNASM_TRY(emit_blocked(ins, std::move(k)));
+    if (!depthwise && plain_missing_.count(ins.out[0])) conv_at_[ins.out[0]] = out_.size() - 1;
+    return Status::ok();
+  }
+
+  // A residual sum — ADD (alpha = beta = 1) or CALC relu(add(%0,%1)) — of a dense blocked
+  // convolution's output that nothing else reads, the convolution without an activation yet:
+  // the convolution moves here (its own inputs are all defined earlier) and adds the other
+  // operand in its epilogue (residual=1), the ReLU becoming its activation, as oneDNN's sum
+  // post-op: the sum's pass over both maps disappears. False when `ins` is no such sum.
+  Result<bool> residual(const Instruction& ins) {
+    Activation act = Activation::NONE;
+    if (!sum_of_two(ins, &act)) return false;
+    for (int k = 0; k < 2; ++k) {
+      const TensorId y = ins.in[k], r = ins.in[1 - k];
+      auto it = conv_at_.find(y);
+      if (it == conv_at_.end() || y == r || !u_.private_to(y, i_)) continue;
+      Instruction conv = out_[it->second];
+      if (fused_act(conv) != Activation::NONE) continue;
+      out_[it->second].op = Opcode::INVALID;
+      conv_at_.erase(it);
+      plain_missing_.erase(y);  // only the sum read it
+      Result<TensorId> rb = to_blocked(r, ins);
+      if (!rb) return rb.status();
+      conv.in.push_back(rb.value());
+      conv.imm[NNASM_IMM(CONV2D_NCHWC, residual)].i = 1;
+      const FusedActImms at = fused_act_imms(Opcode::CONV2D_NCHWC);
+      conv.imm[at.act].i = static_cast<int64_t>(act);
+      conv.imm[at.act].ident = activation_name(act);
+      const std::string why = fmt::format("in blocks of {} channels: {} with the residual {} fused", b_,
+                                          describe(p_, p_.code()[u_.producer(y)]), describe(p_, ins));
+      NNASM_TRY(emit_blocked(ins, std::move(conv), why));
+      --n_;  // one rewrite: the sum's, the convolution's already counted
+      return true;
+    }
+    return false;
+  }
+
+  // ADD with alpha = beta = 1, or a CALC of add(%0,%1) or relu(add(%0,%1)): its activation.
+  static bool sum_of_two(const Instruction& ins, Activation* act) {
+    if (ins.in.size() != 2) return false;
+    if (ins.op == Opcode::ADD)
+      return ins.f(NNASM_IMM(ADD, alpha)) == 1 && ins.f(NNASM_IMM(ADD, beta)) == 1;
+    if (ins.op != Opcode::CALC) return false;
+    Result<std::vector<ExprNode>> parsed = expr_parse(ins.imm[NNASM_IMM(CALC, expr)].ident);
+    if (!parsed) return false;
+    const std::vector<ExprNode>& e = parsed.value();
+    int root = static_cast<int>(e.size()) - 1;
+    if (root >= 0 && e[root].kind == ExprKind::CALL && e[root].op == Opcode::RELU) {
+      *act = Activation::RELU;
+      root = e[root].arg[0];
+    }
+    if (root < 0 || e[root].kind != ExprKind::CALL || e[root].op != Opcode::ADD || e[root].imm.f[0] != 1 ||
+        e[root].imm.f[1] != 1)
+      return false;
+    const ExprNode &a = e[e[root].arg[0]], &b = e[e[root].arg[1]];
+    return a.kind == ExprKind::INPUT && b.kind == ExprKind::INPUT && a.input + b.input == 1;
   }
 
   // `ins` as `op` with `imm` over the blocked twins of its inputs.
@@ -161,7 +227,8 @@ class Rewriter {
   }
 
   // Appends k (inputs and immediates set) with a fresh blocked output standing for ins's.
-  Status emit_blocked(const Instruction& ins, Instruction k) {
+  // `why`: the note, when not that k is ins in blocks.
+  Status emit_blocked(const Instruction& ins, Instruction k, const std::string& why = "") {
     const TensorId y = ins.out[0];
     Result<TensorId> yb = temporary(y, blocked_type(type(y)));
     if (!yb) return yb.status();
@@ -169,7 +236,7 @@ class Rewriter {
     k.section = ins.section;
     k.loc = ins.loc;
     k.note = ins.note;
-    add_note(k, fmt::format("in blocks of {} channels: {}", b_, describe(p_, ins)));
+    add_note(k, why.empty() ? fmt::format("in blocks of {} channels: {}", b_, describe(p_, ins)) : why);
     out_.push_back(std::move(k));
     blocked_[y] = yb.value();
     plain_missing_.insert(y);
@@ -259,6 +326,8 @@ class Rewriter {
   std::unordered_map<TensorId, TensorId> blocked_;  // a tensor → its blocked twin
   std::unordered_set<TensorId> plain_missing_;      // tensors only the blocked twin holds so far
   std::unordered_map<TensorId, TensorId> packed_;   // weights → packed
+  std::unordered_map<TensorId, size_t> conv_at_;    // a dense conv's output → its place in out_
+  size_t i_ = 0;                                    // the instruction rewrite() is at
   int n_ = 0;
 };
 
