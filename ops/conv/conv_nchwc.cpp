@@ -260,7 +260,12 @@ Plan choose_plan(const NchwcConv& d) {
 class Gen {
  public:
   Gen(CodeGenerator& g, const NchwcConv& d, const Plan& pl)
-      : g_(g), d_(d), pl_(pl), v_(g, zmm(d) ? Isa::AVX512 : Isa::AVX2), act_(act_snippet(d.act, d.act_alpha)) {}
+      : g_(g),
+        d_(d),
+        pl_(pl),
+        v_(g, zmm(d) ? Isa::AVX512 : Isa::AVX2),
+        act_(act_snippet(d.act, d.act_alpha)),
+        prefetch_next_((d.ob1 - d.ob0) * w_block_bytes(d) > L2_BYTES) {}
 
   Status emit() {
     {
@@ -437,8 +442,15 @@ class Gen {
                       for (int u = 0; u < pl_.unroll; ++u)
                         for (int64_t tp = 0; tp < taps(d_); ++tp) {
                           if (valid[tp].empty()) continue;
-                          for (int o = 0; o < ob; ++o)
-                            g_.vmovups(wv(o), ptr[rWc + o * w_block_bytes(d_) + (tp * d_.lanes + u) * vbytes(d_)]);
+                          for (int o = 0; o < ob; ++o) {
+                            const int64_t w_off = o * w_block_bytes(d_) + (tp * d_.lanes + u) * vbytes(d_);
+                            g_.vmovups(wv(o), ptr[rWc + w_off]);
+                            // The next group's weight line into L2 while this one computes: a
+                            // network's weights outgrow L3, and a group's stream from memory would
+                            // otherwise stall its first tile (past the last group, a prefetch
+                            // of nothing: prefetches never fault).
+                            if (prefetch_next_) g_.prefetcht1(ptr[rWc + w_off + ob * w_block_bytes(d_)]);
+                          }
                           for (int k : valid[tp]) {
                             const int64_t off = tap_offset(d_, t.p + k, tp) + u * 4;
                             if (!pl_.embedded) g_.vbroadcastss(lane, ptr[rXc + off]);
@@ -478,6 +490,7 @@ class Gen {
   const Plan& pl_;
   VecGen v_;
   ActSnippet act_;
+  const bool prefetch_next_;  // the part's weights outgrow L2: each group fetches the next one's
 };
 
 }  // namespace

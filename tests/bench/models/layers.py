@@ -25,6 +25,8 @@ sys.path.insert(0, HERE)
 import export_zoo  # noqa: E402
 
 CNNS = ("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0")
+# nnasm's convolutions as the passes leave them (engine/passes/winograd.cpp, nchwc_layout.cpp).
+CONV_OPS = ("CONV2D", "CONV2D_WINOGRAD", "CONV2D_NCHWC", "DWCONV2D_NCHWC")
 
 
 def nnasm_profile(args, stem):
@@ -43,10 +45,14 @@ def nnasm_profile(args, stem):
         op, operands, shape, t, unit, kernel = m.groups()
         us = float(t) * (1000 if unit == "ms" else 1)
         w = groups = stride = None
-        if op == "CONV2D":
-            w = params.get(re.search(r", @([^, ]+)", operands).group(1))
-            groups = int(re.search(r"groups=(\d+)", operands).group(1))
+        if op in CONV_OPS:
+            # The weights, or what the passes derived from them (@w -> %w.winograd0, %w.nchwc0).
+            name = re.sub(r"\.(winograd|nchwc)\d+$", "", re.search(r", [@%]([^, ]+)", operands).group(1))
+            w = params.get(name)
+            g = re.search(r"groups=(\d+)", operands)
+            groups = int(g.group(1)) if g else w[0]  # DWCONV2D_NCHWC: depthwise
             stride = int(re.search(r"stride=\[(\d+)", operands).group(1))
+            op = "CONV2D"  # every form of the convolution pairs with ONNX Runtime's Conv
         rows.append((op, tuple(int(v) for v in shape.split(",") if v), w, groups, stride, us, kernel))
     return rows
 
