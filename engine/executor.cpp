@@ -172,7 +172,11 @@ void Executor::run_step(const Step& s) {
 void Executor::derive_if_stale() const {
   if (!derives_ || derived_version_ == ctx_->params_version()) return;
   derived_version_ = ctx_->params_version();
-  const int k = static_cast<int>(Section::DERIVE);
+  run_section(Section::DERIVE);
+}
+
+void Executor::run_section(Section sec) const {
+  const int k = static_cast<int>(sec);
   if (stream_[k]) {
     stream_[k](nullptr);
   } else {
@@ -191,19 +195,18 @@ bool Executor::derived(TensorId id) const {
 
 void Executor::run(Section sec) {
   const DenormalScope denormals(state_.flush_denormals);
-  const int k = static_cast<int>(sec);
   if (sec == Section::FORWARD) {
     derive_if_stale();
     state_.run_index = forward_runs_++;
     next_step_ = 0;  // a run_steps run in progress is abandoned
   }
-  if (stream_[k]) {
-    stream_[k](nullptr);
-  } else {
-    const auto [b, e] = sections_[k];
-    for (size_t i = b; i < e; ++i) run_step(steps_[i]);
-  }
-  if (sec == Section::UPDATE ? sections_[k].first < sections_[k].second : sec == Section::FORWARD && state_.training)
+  run_section(sec);
+  note_param_writes(sec);
+}
+
+void Executor::note_param_writes(Section sec) {
+  const auto [b, e] = sections_[static_cast<int>(sec)];
+  if (sec == Section::UPDATE ? b < e : sec == Section::FORWARD && state_.training)
     ctx_->params_changed();  // updated params; running statistics a training run wrote
 }
 
@@ -243,9 +246,7 @@ void Executor::run_timed(Section sec, double* seconds, PartTime* parts) {
     }
     seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  const int k = static_cast<int>(sec);
-  if (sec == Section::UPDATE ? sections_[k].first < sections_[k].second : sec == Section::FORWARD && state_.training)
-    ctx_->params_changed();
+  note_param_writes(sec);
 }
 
 void Executor::run_parallel(const void* step) { run_step(*static_cast<const Step*>(step)); }

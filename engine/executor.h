@@ -153,6 +153,11 @@ class Executor {
   // instance). Writes only the derived tensors, which runs of instances read.
   void derive_if_stale() const;
   bool derived(TensorId id) const;  // whether the derive section computes tensor `id`
+  // Section `sec`'s steps: its dispatch stream, or the loop over them. No allocation.
+  void run_section(Section sec) const;
+  // After section `sec` ran: tells the context when it wrote params (an update section) or
+  // state (a forward run in training mode), so derive sections rerun.
+  void note_param_writes(Section sec);
   // Replaces the step's reference kernel by a generated one when the context's JIT has one, and
   // splits it into parts when the op says the work pays for it.
   void choose_kernel(Step* s, const Instruction& ins);

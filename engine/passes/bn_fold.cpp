@@ -26,25 +26,10 @@ namespace nnasm {
 
 namespace {
 
-// A temporary of `type` named after `base`.
-Result<TensorId> temporary(Program& p, const std::string& base, const TensorType& type) {
-  TensorDesc d;
-  d.name = p.fresh_name(base);
-  d.type = type;
-  d.role = Role::TEMPORARY;
-  return p.declare(std::move(d));
-}
-
-Instruction at(Instruction ins, const Instruction& like) {
-  ins.section = like.section;
-  ins.loc = like.loc;
-  return ins;
-}
-
 Instruction calc(std::vector<TensorId> in, TensorId out, const std::string& expr, const Instruction& like) {
   Instruction c = make_instruction(Opcode::CALC, std::move(in), {out});
   c.imm[NNASM_IMM(CALC, expr)] = imm_str(expr);
-  return at(std::move(c), like);
+  return placed_like(std::move(c), like);
 }
 
 }  // namespace
@@ -79,19 +64,19 @@ Result<int> pass_bn_fold(Program& p) {
     const TensorId gamma = bn.in[1], beta = bn.in[2], mean = bn.in[3], var = bn.in[4];
     const std::string base = p.desc(bn.out[0]).name;
     const TensorType vec{DType::F32, Shape{channels}};
-    Result<TensorId> s = temporary(p, base + ".bn_scale", vec);
-    Result<TensorId> s4 = temporary(p, base + ".bn_scale4", TensorType{DType::F32, Shape{channels, 1, 1, 1}});
-    Result<TensorId> wf = temporary(p, base + ".bn_w", w);
-    Result<TensorId> bf = temporary(p, base + ".bn_b", vec);
+    Result<TensorId> s = declare_temporary(p, base + ".bn_scale", vec);
+    Result<TensorId> s4 = declare_temporary(p, base + ".bn_scale4", TensorType{DType::F32, Shape{channels, 1, 1, 1}});
+    Result<TensorId> wf = declare_temporary(p, base + ".bn_w", w);
+    Result<TensorId> bf = declare_temporary(p, base + ".bn_b", vec);
     for (const auto* r : {&s, &s4, &wf, &bf})
       if (!*r) return r->status();
 
     std::vector<Instruction>& ins = before[k];
     ins.push_back(calc({gamma, var}, *s, fmt::format("div(%0,sqrt(add(%1,{})))", float_to_string(bn.f(NNASM_IMM(BATCHNORM2D, eps)))), conv));
-    Instruction reshape = at(make_instruction(Opcode::RESHAPE, {*s}, {*s4}), conv);
+    Instruction reshape = placed_like(make_instruction(Opcode::RESHAPE, {*s}, {*s4}), conv);
     reshape.imm[NNASM_IMM(RESHAPE, shape)] = imm_ints({channels, 1, 1, 1});
     ins.push_back(std::move(reshape));
-    ins.push_back(at(make_instruction(Opcode::MUL, {conv.in[1], *s4}, {*wf}), conv));
+    ins.push_back(placed_like(make_instruction(Opcode::MUL, {conv.in[1], *s4}, {*wf}), conv));
     if (conv.in.size() == 3) ins.push_back(calc({conv.in[2], mean, *s, beta}, *bf, "add(mul(sub(%0,%1),%2),%3)", conv));
     else ins.push_back(calc({mean, *s, beta}, *bf, "add(mul(neg(%0),%1),%2)", conv));
     for (Instruction& e : ins) add_note(e, fmt::format("folds {} into {}", describe(p, bn), describe(p, conv)));

@@ -79,14 +79,6 @@ bool nchwc_pays(const ConvGeom& g, bool feeds_conv) {
   return g.c >= 16 && (g.ho * g.wo <= 28 * 28 || g.sh > 1 || g.sw > 1);
 }
 
-// `ins` placed where `like` is, saying why it is there.
-Instruction placed(Instruction ins, const Instruction& like, const char* why) {
-  ins.section = like.section;
-  ins.loc = like.loc;
-  add_note(ins, why);
-  return ins;
-}
-
 class Rewriter {
  public:
   Rewriter(Program& p, int64_t block) : p_(p), u_(p), b_(block) {}
@@ -255,7 +247,8 @@ class Rewriter {
     if (!plain_missing_.erase(id)) return Status::ok();
     Instruction r = make_instruction(Opcode::TO_NCHW, {blocked_.at(id)}, {id});
     r.imm[NNASM_IMM(TO_NCHW, channels)] = imm_i(type(id).shape[1]);
-    out_.push_back(placed(std::move(r), at, "leaves the blocked layout"));
+    add_note(r, "leaves the blocked layout");
+    out_.push_back(placed_like(std::move(r), at));
     return Status::ok();
   }
 
@@ -266,7 +259,8 @@ class Rewriter {
     if (!xb) return xb.status();
     Instruction r = make_instruction(Opcode::TO_NCHWC, {id}, {xb.value()});
     r.imm[NNASM_IMM(TO_NCHWC, block)].i = b_;
-    out_.push_back(placed(std::move(r), at, "enters the blocked layout"));
+    add_note(r, "enters the blocked layout");
+    out_.push_back(placed_like(std::move(r), at));
     blocked_[id] = xb.value();
     return xb.value();
   }
@@ -282,7 +276,8 @@ class Rewriter {
     Instruction r = make_instruction(Opcode::CONV_WEIGHTS_NCHWC, {w}, {wb.value()});
     r.imm[NNASM_IMM(CONV_WEIGHTS_NCHWC, block)].i = b_;
     r.imm[NNASM_IMM(CONV_WEIGHTS_NCHWC, depthwise)].i = depthwise;
-    out_.push_back(placed(std::move(r), at, "packs the weights of a blocked convolution"));
+    add_note(r, "packs the weights of a blocked convolution");
+    out_.push_back(placed_like(std::move(r), at));
     packed_[w] = wb.value();
     return wb.value();
   }
@@ -322,11 +317,7 @@ class Rewriter {
     return TensorType{DType::F32, Shape{s[0], nchwc_blocks(s[1], b_), s[2], s[3], b_}};
   }
   Result<TensorId> temporary(TensorId like, const TensorType& t) {
-    TensorDesc d;
-    d.name = p_.fresh_name(p_.desc(like).name + ".nchwc");
-    d.type = t;
-    d.role = Role::TEMPORARY;
-    return p_.declare(std::move(d));
+    return declare_temporary(p_, p_.desc(like).name + ".nchwc", t);
   }
 
   Program& p_;

@@ -65,6 +65,20 @@ Status optimize(Program& p, int level, OptimizeReport* report, const std::vector
   return Status::ok();
 }
 
+Result<TensorId> declare_temporary(Program& p, const std::string& base, const TensorType& type) {
+  TensorDesc d;
+  d.name = p.fresh_name(base);
+  d.type = type;
+  d.role = Role::TEMPORARY;
+  return p.declare(std::move(d));
+}
+
+Instruction placed_like(Instruction ins, const Instruction& like) {
+  ins.section = like.section;
+  ins.loc = like.loc;
+  return ins;
+}
+
 void replace_reads(std::vector<Instruction>& code, size_t begin, TensorId from, TensorId to, const std::string& why) {
   for (size_t i = begin; i < code.size(); ++i) {
     bool changed = false;

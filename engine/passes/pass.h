@@ -52,6 +52,10 @@ std::string describe(const Program& p, const Instruction& ins);
 Result<int> commit(Program& p, std::vector<Instruction> code, const std::vector<bool>& drop, int n);
 // Appends `why` to the instruction's note ("; "-separated).
 void add_note(Instruction& ins, const std::string& why);
+// A new temporary of `type`, named `base` with a fresh suffix, for a rewrite's results.
+Result<TensorId> declare_temporary(Program& p, const std::string& base, const TensorType& type);
+// `ins` placed where `like` is: its section and source location.
+Instruction placed_like(Instruction ins, const Instruction& like);
 
 // The passes (engine/passes/*.cpp).
 Result<int> pass_dce(Program& p);

@@ -39,15 +39,10 @@ Result<int> pass_winograd(Program& p) {
     }
     auto it = transformed.find(ins.in[1]);
     if (it == transformed.end()) {
-      TensorDesc d;
-      d.name = p.fresh_name(p.desc(ins.in[1]).name + ".winograd");
-      d.type = TensorType{DType::F32, Shape{16, w.shape[0], w.shape[1]}};
-      d.role = Role::TEMPORARY;
-      Result<TensorId> u = p.declare(std::move(d));
+      Result<TensorId> u = declare_temporary(p, p.desc(ins.in[1]).name + ".winograd",
+                                             TensorType{DType::F32, Shape{16, w.shape[0], w.shape[1]}});
       if (!u) return u.status();
-      Instruction t = make_instruction(Opcode::CONV_WEIGHTS_WINOGRAD, {ins.in[1]}, {u.value()});
-      t.section = ins.section;
-      t.loc = ins.loc;
+      Instruction t = placed_like(make_instruction(Opcode::CONV_WEIGHTS_WINOGRAD, {ins.in[1]}, {u.value()}), ins);
       add_note(t, "transforms the weights of a Winograd convolution");
       code.push_back(std::move(t));
       it = transformed.emplace(ins.in[1], u.value()).first;
