@@ -2133,6 +2133,21 @@ TEST(OpShapeErrors, BinaryShapesThatDoNotBroadcast) {
   EXPECT_TRUE(append_fails(Opcode::ADD, {f32({3, 4}), f32({3})}, {imm_f("alpha", 2)}, {"ADD", "f32[3,4]", "f32[3]"}));
 }
 
+TEST(OpShapeErrors, WinogradWeightsAndConvolution) {
+  const auto f32 = [](std::initializer_list<int64_t> d) { return TensorType{DType::F32, Shape(d)}; };
+  EXPECT_TRUE(append_fails(Opcode::CONV_WEIGHTS_WINOGRAD, {f32({4, 3, 5, 5})}, {},
+                           {"CONV_WEIGHTS_WINOGRAD", "f32[4,3,5,5]", "f32[O, C, 3, 3]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV_WEIGHTS_WINOGRAD, {f32({4, 3, 3})}, {}, {"f32[4,3,3]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV2D_WINOGRAD, {f32({1, 3, 6, 6}), f32({9, 4, 3})}, {},
+                           {"CONV2D_WINOGRAD", "f32[9,4,3]", "f32[16, O, C]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV2D_WINOGRAD, {f32({1, 5, 6, 6}), f32({16, 4, 3})}, {}, {"CONV2D_WINOGRAD"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV2D_WINOGRAD, {f32({1, 3, 6, 6}), f32({16, 4, 3})}, {imm_ints("pad", {2, 2})},
+                           {"padding at most 1"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV2D_WINOGRAD, {f32({1, 3, 6, 6}), f32({16, 4, 3}), f32({5})}, {},
+                           {"bias", "f32[5]", "f32[4]"}));
+  EXPECT_TRUE(append_fails(Opcode::CONV2D_WINOGRAD, {f32({1, 3, 6, 6})}, {}, {"2 or 3 inputs"}));
+}
+
 TEST(OpShapeErrors, Matmul) {
   EXPECT_TRUE(append_fails(Opcode::MATMUL, {f32({3, 4}), f32({5, 6})}, {}, {"MATMUL", "f32[3,4]", "f32[5,6]"}));
   // transB makes b [N, K]: K is 6 here, not 4.
