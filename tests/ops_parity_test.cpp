@@ -1669,6 +1669,7 @@ void cases_rmsprop(ParityRun& r) {
 #include "tests/parity_cases_index.h"
 #include "tests/parity_cases_nchwc.h"
 #include "tests/parity_cases_pool_nchwc.h"
+#include "tests/parity_cases_recurrent.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1748,6 +1749,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::BATCHNORM2D_BWD, cases_batchnorm2d_bwd},
       {Opcode::DROPOUT, cases_dropout},
       {Opcode::GATHER, cases_gather},
+      {Opcode::LSTM, cases_lstm},
+      {Opcode::GRU, cases_gru},
+      {Opcode::RNN, cases_rnn},
       {Opcode::GATHER_BWD, cases_gather_bwd},
       {Opcode::WHERE, cases_where},
       {Opcode::POW, cases_pow},
@@ -2390,6 +2394,9 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::AVGPOOL2D_NCHWC: return {{Shape{2, 1, 5, 5, 8}}, {imm_ints("kernel", {2, 2})}};
     case Opcode::GLOBAL_AVGPOOL_NCHWC: return {{Shape{2, 1, 4, 5, 16}}, {}};
     case Opcode::GATHER: return {{Shape{3, 4}, Shape{2, 5}}, {}, {1}};
+    case Opcode::LSTM: return {{Shape{3, 2, 4}, Shape{1, 8, 4}, Shape{1, 8, 2}, Shape{1, 16}}, {}};
+    case Opcode::GRU: return {{Shape{3, 2, 4}, Shape{1, 6, 4}, Shape{1, 6, 2}, Shape{1, 12}}, {}};
+    case Opcode::RNN: return {{Shape{3, 2, 4}, Shape{1, 2, 4}, Shape{1, 2, 2}, Shape{1, 4}}, {}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};
     case Opcode::CAST: return {{Shape{3, 4}}, {imm_enum("to", "i32")}, {}, true};
