@@ -1,7 +1,8 @@
 // The ONNX importer's mappings of losses, indexing and masking ops onto compositions of existing
 // instructions (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss with weights and an ignored
 // label, GatherElements, Trilu, Hardmax, Shrink, Tan, Cosh, EyeLike, ReduceProd, Dropout's mask),
-// each on a small model built in code and checked against a plain loop written here.
+// each on a small model built in code and checked against a plain loop written here; the
+// recurrent layers (LSTM, RNN) against loops too, and what their mapping refuses.
 #include <cmath>
 #include <functional>
 #include <map>
@@ -249,6 +250,148 @@ TEST(OnnxOpsImport, GatherNdAndCompressWithKnownIndices) {
   expect_near(values(r, "nd"), nd, 0);
   expect_near(values(r, "rows"), rows, 0);
   expect_near(values(r, "all"), all, 0);
+}
+
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+// An LSTM node as PyTorch leaves none out but a hand-written model may: bidirectional, batch first
+// (layout 1), no B, initial_h without initial_c, sequence lengths given at run time (INT32), Y and
+// Y_c wanted but not Y_h. Against a loop in double written from ONNX's definition: gates i, o, f,
+// c; direction 1 runs from each sequence's last step; Y is 0 past a sequence's length.
+TEST(OnnxOpsImport, LstmBidirectionalBatchFirstWithLengthsMatchesALoop) {
+  constexpr int N = 3, T = 4, I = 2, H = 3, D = 2;
+  const F x = ramp(N * T * I), w = ramp(D * 4 * H * I, 0.21f, -0.6f), rw = ramp(D * 4 * H * H, 0.13f, -0.4f);
+  const F h0 = ramp(N * D * H, 0.3f, -0.5f);
+  const std::vector<int32_t> lens = {4, 2, 1};
+  B m(14);
+  m.input("x", {N, T, I}).input("lens", {N}, onnx::TensorProto::INT32).input("h0", {N, D, H});
+  m.initializer("W", {D, 4 * H, I}, w).initializer("R", {D, 4 * H, H}, rw);
+  m.output("y").output("yc");
+  onnx::NodeProto& node = m.node("LSTM", {"x", "W", "R", "", "lens", "h0"}, {"y", "", "yc"}, "lstm");
+  B::attr(node, "direction", std::string("bidirectional"));
+  B::attr(node, "hidden_size", int64_t(H));
+  B::attr(node, "layout", int64_t(1));
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", x}, {"h0", h0}}, &r, {{"lens", lens}}));
+
+  F y(N * T * D * H, 0), yc(N * D * H);
+  for (int d = 0; d < D; ++d)
+    for (int b = 0; b < N; ++b) {
+      std::vector<double> h(h0.begin() + (b * D + d) * H, h0.begin() + (b * D + d + 1) * H), c(H, 0.0);
+      for (int s = 0; s < lens[b]; ++s) {
+        const int t = d == 0 ? s : lens[b] - 1 - s;
+        std::vector<double> a(4 * H, 0.0);
+        for (int g = 0; g < 4 * H; ++g) {
+          for (int k = 0; k < I; ++k) a[g] += w[(d * 4 * H + g) * I + k] * x[(b * T + t) * I + k];
+          for (int k = 0; k < H; ++k) a[g] += rw[(d * 4 * H + g) * H + k] * h[k];
+        }
+        for (int j = 0; j < H; ++j) {
+          c[j] = sigmoid(a[2 * H + j]) * c[j] + sigmoid(a[j]) * std::tanh(a[3 * H + j]);
+          h[j] = sigmoid(a[H + j]) * std::tanh(c[j]);
+          y[((b * T + t) * D + d) * H + j] = static_cast<float>(h[j]);
+        }
+      }
+      for (int j = 0; j < H; ++j) yc[(b * D + d) * H + j] = static_cast<float>(c[j]);
+    }
+  expect_near(values(r, "y"), y);
+  expect_near(values(r, "yc"), yc);
+}
+
+// RNN with Relu, reverse, sequence lengths known at import time that are all the whole sequence
+// (so the instruction reads none): against a loop.
+TEST(OnnxOpsImport, RnnReluReverseMatchesALoop) {
+  constexpr int T = 3, N = 2, I = 3, H = 2;
+  const F x = ramp(T * N * I), w = ramp(H * I, 0.25f, -0.3f), rw = ramp(H * H, 0.2f, -0.2f), bias = ramp(2 * H, 0.1f, 0.05f);
+  B m(13);
+  m.input("x", {T, N, I}).initializer("W", {1, H, I}, w).initializer("R", {1, H, H}, rw).initializer("B", {1, 2 * H}, bias);
+  m.initializer_i64("lens", {N}, {T, T});
+  m.output("y").output("yh");
+  onnx::NodeProto& node = m.node("RNN", {"x", "W", "R", "B", "lens"}, {"y", "yh"}, "rnn");
+  B::attr(node, "direction", std::string("reverse"));
+  B::attr_strings(node, "activations", {"Relu"});
+  Imported r;
+  ASSERT_TRUE(import_and_run(m, {{"x", x}}, &r));
+  ASSERT_EQ(r.p.code().size(), 1u);
+  EXPECT_EQ(r.p.code()[0].in.size(), 4u) << "lengths that are all T are left out";
+
+  F y(T * N * H), yh(N * H);
+  for (int b = 0; b < N; ++b) {
+    std::vector<double> h(H, 0.0);
+    for (int t = T - 1; t >= 0; --t) {
+      std::vector<double> a(H);
+      for (int j = 0; j < H; ++j) {
+        a[j] = bias[j] + bias[H + j];
+        for (int k = 0; k < I; ++k) a[j] += w[j * I + k] * x[(t * N + b) * I + k];
+        for (int k = 0; k < H; ++k) a[j] += rw[j * H + k] * h[k];
+      }
+      for (int j = 0; j < H; ++j) h[j] = std::max(a[j], 0.0);
+      for (int j = 0; j < H; ++j) y[(t * N + b) * H + j] = static_cast<float>(h[j]);
+    }
+    for (int j = 0; j < H; ++j) yh[b * H + j] = static_cast<float>(h[j]);
+  }
+  expect_near(values(r, "y"), y);
+  expect_near(values(r, "yh"), yh);
+}
+
+// What a recurrent node's mapping refuses, each a problem naming the node: a hidden_size W and R
+// do not have, W and R of different hidden sizes, a known sequence length above T, an activation
+// other than the defaults, clip, input_forget, activation_alpha.
+TEST(OnnxOpsImport, RecurrentNodesRefuseWhatTheInstructionsDoNotCompute) {
+  constexpr int T = 5, N = 2, I = 3;
+  auto problems = [](const B& m) {
+    Imported r;
+    r.status = onnx_import(m.bytes(), "m.onnx", {}, &r.p, &r.report);
+    EXPECT_FALSE(r.status.is_ok());
+    return r.report.problems;
+  };
+  // A model of one `op` node with hidden size h in W and hr in R; `edit` adds attributes.
+  auto model = [&](const char* op, int gates, int h, int hr, const std::function<void(onnx::NodeProto&)>& edit,
+                   std::vector<std::string> extra_in = {}) {
+    B m(14);
+    m.input("x", {T, N, I}).initializer("W", {1, gates * h, I}, F(gates * h * I, 0.1f));
+    m.initializer("R", {1, gates * hr, hr}, F(gates * hr * hr, 0.1f));
+    m.initializer_i64("lens", {N}, {3, 7});
+    m.output("y");
+    std::vector<std::string> in = {"x", "W", "R"};
+    in.insert(in.end(), extra_in.begin(), extra_in.end());
+    edit(m.node(op, in, {"y"}, "rec"));
+    return m;
+  };
+  const auto none = [](onnx::NodeProto&) {};
+  using P = std::vector<std::string>;
+  EXPECT_EQ(problems(model("GRU", 3, 4, 4, [](onnx::NodeProto& n) { B::attr(n, "hidden_size", int64_t(5)); })),
+            P{"node 'rec' (op GRU, opset 14): W is [1,12,3]; expected [num_directions, 3·hidden_size, input_size] with "
+              "hidden_size 5 = [1,15,3]"});
+  EXPECT_EQ(problems(model("LSTM", 4, 4, 5, none)),
+            P{"node 'rec' (op LSTM, opset 14): W is [1,16,3]; expected [num_directions, 4·hidden_size, input_size] with "
+              "hidden_size 5 (from R) = [1,20,3]"});
+  EXPECT_EQ(problems(model("RNN", 1, 4, 4, none, {"", "lens"})),
+            P{"node 'rec' (op RNN, opset 14): sequence_lens holds 7 for sequence 1, outside [0, seq_length = 5]"});
+  EXPECT_EQ(problems(model("RNN", 1, 4, 4, [](onnx::NodeProto& n) { B::attr_strings(n, "activations", {"LeakyRelu"}); })),
+            P{"node 'rec' (op RNN, opset 14): activation 'LeakyRelu' (function 1 of activations) is not supported: RNN "
+              "takes Tanh or Relu per direction"});
+  EXPECT_EQ(problems(model("LSTM", 4, 4, 4, [](onnx::NodeProto& n) { B::attr_strings(n, "activations", {"Sigmoid", "Tanh", "Relu"}); })),
+            P{"node 'rec' (op LSTM, opset 14): activation 'Relu' (function 3 of activations) is not supported: LSTM "
+              "takes Sigmoid, Tanh, Tanh per direction"});
+  EXPECT_EQ(problems(model("LSTM", 4, 4, 4, [](onnx::NodeProto& n) { B::attr(n, "clip", 3.0f); })),
+            P{"node 'rec' (op LSTM, opset 14): clip 3 is not supported (the cell state is not clipped)"});
+  EXPECT_EQ(problems(model("LSTM", 4, 4, 4, [](onnx::NodeProto& n) { B::attr(n, "input_forget", int64_t(1)); })),
+            P{"node 'rec' (op LSTM, opset 14): input_forget=1 (coupled input and forget gates) is not supported"});
+  EXPECT_EQ(problems(model("GRU", 3, 4, 4, [](onnx::NodeProto& n) { B::attr_floats(n, "activation_alpha", {0.5f}); })),
+            P{"node 'rec' (op GRU, opset 14): attribute 'activation_alpha' is not supported (only the default activations)"});
+  // Operands of the wrong rank or type are problems too, never a crash.
+  B bad(14);
+  bad.input("x", {T, N, I}).input("x2", {T, I}).input("lens", {N});
+  bad.initializer("W", {1, 4, I}, F(4 * I, 0.1f)).initializer("R", {1, 4, 1}, F(4, 0.1f)).initializer("R2", {1, 4}, F(4, 0.1f));
+  bad.output("y").output("y2").output("y3");
+  bad.node("LSTM", {"x2", "W", "R"}, {"y"}, "flat_x");
+  bad.node("LSTM", {"x", "W", "R2"}, {"y2"}, "flat_r");
+  bad.node("LSTM", {"x", "W", "R", "", "lens"}, {"y3"}, "float_lens");
+  EXPECT_EQ(problems(bad),
+            (P{"node 'flat_x' (op LSTM, opset 14): X is [5,3]; expected rank 3, [seq_length, batch_size, input_size]",
+               "node 'flat_r' (op LSTM, opset 14): R is [1,4]; expected rank 3, [num_directions, 4·hidden_size, hidden_size]",
+               "node 'float_lens' (op LSTM, opset 14): sequence_lens is FLOAT; expected INT32 (or another integer type)"}));
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ TEST_P(OnnxTorchExport, ImportsAndComputesWhatPyTorchDid) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, OnnxTorchExport,
-                         ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up", "ceil_pool"));
+                         ::testing::Values("mlp", "lenet5", "resblock", "small_cnn", "encoder", "res_up", "ceil_pool",
+                                           "recurrent"));
 
 // ceil_pool (tests/onnx/torch_exports.py): its pools keep ceil_mode's partial windows as the
 // instructions' own ceil_mode, and its fresh batch norm, whose zero running mean is its zero β

@@ -217,6 +217,12 @@ Status NodeLowering::attr(const char* name, std::vector<float>* v) {
   return s;
 }
 
+Status NodeLowering::attr(const char* name, std::vector<std::string>* v) {
+  Status s;
+  if (const OnnxAttr* a = find_attr(name, OnnxAttrType::STRINGS, &s)) *v = a->strings;
+  return s;
+}
+
 Status NodeLowering::attr(const char* name, const HostTensor** v) {
   Status s;
   if (const OnnxAttr* a = find_attr(name, OnnxAttrType::TENSOR, &s)) *v = &a->t;
@@ -248,6 +254,14 @@ const OnnxAttr* NodeLowering::unread_attr() const {
 
 Status NodeLowering::emit(Opcode op, std::vector<TensorId> in, std::initializer_list<std::pair<const char*, Imm>> imms,
                           TensorId* out) {
+  std::vector<TensorId> outs;
+  NNASM_TRY(emit(op, std::move(in), imms, &outs));
+  *out = outs[0];
+  return Status::ok();
+}
+
+Status NodeLowering::emit(Opcode op, std::vector<TensorId> in, std::initializer_list<std::pair<const char*, Imm>> imms,
+                          std::vector<TensorId>* outs) {
   Instruction ins = make_instruction(op, std::move(in), {});
   for (const auto& [key, v] : imms) NNASM_TRY(set_imm(ins, key, v));
   std::string base = "t";
@@ -256,14 +270,17 @@ Status NodeLowering::emit(Opcode op, std::vector<TensorId> in, std::initializer_
       base = l_.names().map(o) + ".";
       break;
     }
-  TensorDesc d;
-  d.name = l_.temp_name(base);
-  Result<TensorId> id = program().declare(std::move(d), false);
-  if (!id) return id.status();
-  ins.out = {*id};
-  NNASM_TRY(program().append(std::move(ins)));
-  created_.push_back(*id);
-  *out = *id;
+  const int n_out = ins.info().n_out < 0 ? static_cast<int>(ins.in.size()) : ins.info().n_out;
+  for (int k = 0; k < n_out; ++k) {
+    TensorDesc d;
+    d.name = l_.temp_name(base);
+    Result<TensorId> id = program().declare(std::move(d), false);
+    if (!id) return id.status();
+    ins.out.push_back(*id);
+  }
+  NNASM_TRY(program().append(ins));
+  created_.insert(created_.end(), ins.out.begin(), ins.out.end());
+  *outs = ins.out;
   return Status::ok();
 }
 

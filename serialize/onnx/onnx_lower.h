@@ -74,6 +74,7 @@ class NodeLowering {
   Status attr(const char* name, std::string* v);
   Status attr(const char* name, std::vector<int64_t>* v);
   Status attr(const char* name, std::vector<float>* v);
+  Status attr(const char* name, std::vector<std::string>* v);
   Status attr(const char* name, const HostTensor** v);
   // An INT attribute the node must have.
   Status required_attr(const char* name, int64_t* v);
@@ -90,6 +91,9 @@ class NodeLowering {
   // output is a new temporary named after the node's first output.
   Status emit(Opcode op, std::vector<TensorId> in, std::initializer_list<std::pair<const char*, Imm>> imms,
               TensorId* out);
+  // The same for an op of several outputs (LSTM's y, last h and last c): a new temporary each.
+  Status emit(Opcode op, std::vector<TensorId> in, std::initializer_list<std::pair<const char*, Imm>> imms,
+              std::vector<TensorId>* outs);
   // y = x as `dims`: a RESHAPE, or x itself when it already has them.
   Status reshape(TensorId x, const std::vector<int64_t>& dims, TensorId* y);
   // A const holding `t` (integer values narrowed to i32, checked), for values a mapping derives.

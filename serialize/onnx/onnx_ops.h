@@ -6,6 +6,7 @@
 //   onnx_ops_norm.cpp         BatchNormalization, LayerNormalization, InstanceNormalization, MVN, LRN
 //   onnx_ops_logic.cpp        comparisons, Not/And/Or/Xor, Where, IsNaN, IsInf (BOOL as f32 0/1)
 //   onnx_ops_loss.cpp         SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
+//   onnx_ops_recurrent.cpp    LSTM, GRU, RNN
 //   onnx_ops_pool.cpp         MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
 //   onnx_ops_reduce.cpp       Reduce*, Softmax, LogSoftmax, ArgMax, ArgMin, Hardmax
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split,
@@ -77,6 +78,8 @@ Status map_nll_loss(NodeLowering& n);     // NegativeLogLikelihoodLoss
 // onnx_ops_pool.cpp
 Status map_pool(NodeLowering& n);         // MaxPool, AveragePool
 Status map_global_pool(NodeLowering& n);  // GlobalAveragePool, GlobalMaxPool
+// onnx_ops_recurrent.cpp
+Status map_recurrent(NodeLowering& n);    // LSTM, GRU, RNN
 // onnx_ops_reduce.cpp
 Status map_reduce(NodeLowering& n);
 Status map_softmax(NodeLowering& n);      // Softmax, LogSoftmax

@@ -97,6 +97,14 @@ class OnnxModelBuilder {
     onnx::AttributeProto* a = add_attr(n, name, onnx::AttributeProto::STRING);
     a->set_s(v);
   }
+  static void attr_strings(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
+    onnx::AttributeProto* a = add_attr(n, name, onnx::AttributeProto::STRINGS);
+    for (const std::string& x : v) a->add_strings(x);
+  }
+  static void attr_floats(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
+    onnx::AttributeProto* a = add_attr(n, name, onnx::AttributeProto::FLOATS);
+    for (float x : v) a->add_floats(x);
+  }
   // A Constant node's `value`.
   static void attr_tensor(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& dims,
                           const std::vector<float>& v) {

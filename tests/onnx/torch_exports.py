@@ -9,8 +9,9 @@ The models: the issue's three — an MLP (opset 11, the old Softmax), LeNet-5 as
 samples/fashion_cnn.cpp builds it (a symbolic batch, the x.view(x.size(0), -1) subgraph, opset
 17) and a ResNet basic block exported with TrainingMode.PRESERVE so that its BatchNormalization
 nodes stay — and three that bring more of what exporters write: a small CNN, a transformer
-encoder layer and a residual block with a transposed convolution. Last, ceil_pool: pooling with
+encoder layer and a residual block with a transposed convolution. Then ceil_pool: pooling with
 ceil_mode=True on odd sizes and a fresh batch norm whose equal initializers the exporter merges.
+Last, recurrent: an LSTM, a GRU and a bidirectional RNN as PyTorch exports them.
 """
 import numpy as np
 import torch
@@ -119,6 +120,26 @@ class CeilPool(nn.Module):
         return torch.cat([pool(x).flatten(1) for pool in self.pools], 1)
 
 
+class Recurrent(nn.Module):
+    """Issue 28's two benchmark classifiers at small sizes side by side — a two-layer batch-first
+    LSTM and a sequence-first GRU (linear_before_reset, as PyTorch's is) — and a bidirectional
+    ReLU RNN, each one's last step into one linear layer: the exporter's Transpose, Squeeze,
+    Expand of zero states and Gather of the last step around the recurrent nodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(6, 5)
+        self.rnn = nn.RNN(6, 4, nonlinearity="relu", bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(8 + 5 + 2 * 4, 3)
+
+    def forward(self, x):
+        a, _ = self.lstm(x)
+        b, _ = self.gru(x.transpose(0, 1))
+        c, _ = self.rnn(x)
+        return self.fc(torch.cat([a[:, -1], b[-1], c[:, -1]], 1))
+
+
 def export(name, model, shape, dynamic_batch, opset, options, fresh_batch_norm=False):
     model.eval()
     for m in model.modules():
@@ -147,6 +168,7 @@ def main():
                  ("resblock", ResBlock(), (2, 8, 10, 10), False, 13, {"training": torch.onnx.TrainingMode.PRESERVE})]:
         export(*args)
     export("ceil_pool", CeilPool(), (2, 3, 10, 13), False, 17, {}, fresh_batch_norm=True)
+    export("recurrent", Recurrent(), (3, 7, 6), True, 17, {})
 
 
 if __name__ == "__main__":
