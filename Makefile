@@ -15,7 +15,8 @@
 #   make bench-deps  optional competitor libraries for the bench baselines (tests/bench/README.md)
 #   make bench-torch PyTorch's LeNet-5 rows (tests/bench/torch_lenet.py; needs bench-deps)
 #   make bench-models  real models (ResNet-18, MobileNetV2, SqueezeNet, ShuffleNetV2, a transformer
-#                  encoder, an MLP) against ONNX Runtime and PyTorch, alternating rounds, one table
+#                  encoder, an MLP, an LSTM and a GRU classifier) against ONNX Runtime and PyTorch,
+#                  alternating rounds, one table
 #                  (tests/bench/models/; BENCH_MODELS=resnet18,mlp ROUNDS=3 SECONDS=0.5 THREADS=1,2)
 #   make bench-models-deps  bench-deps plus onnxruntime-node (npm) into build/bench-models/ort/
 #   make bench-layers  the CNNs layer by layer against ONNX Runtime's profile (after bench-models;
@@ -230,7 +231,7 @@ bench-torch:
 # for a project further up.
 ORT_NODE_VERSION ?= 1.30.0
 ORT_DIR := build/bench-models/ort
-BENCH_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0,transformer,mlp
+BENCH_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0,transformer,mlp,lstm,gru
 ROUNDS  ?= 3
 LAYER_MODELS ?= resnet18,mobilenet_v2,squeezenet1_1,shufflenet_v2_x1_0
 SECONDS ?= 0.5

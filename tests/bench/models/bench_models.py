@@ -184,7 +184,8 @@ def print_peak_share(args, rows, threads, overhead):
     """The CNNs' speed as a share of this machine's FMA peak (tests/bench/models/fma_peak.cpp,
     measured now, on the machine as loaded as the timings were): GFLOP/s of the convolutions and
     linear layers at each engine's p50."""
-    if not args.fma_peak:
+    flops_of = {(row.name, row.batch): export_zoo.count_flops(row.name, row.batch) for row in rows}
+    if not args.fma_peak or all(f is None for f in flops_of.values()):
         return
     peak = json.loads(subprocess.run([args.fma_peak, str(max(threads)), "1"], check=True, capture_output=True,
                                      text=True).stdout)
@@ -196,7 +197,6 @@ def print_peak_share(args, rows, threads, overhead):
     print()
     print("| model | batch | threads | GFLOP a run | nnasm GFLOP/s | of peak | ORT − overhead GFLOP/s | of peak |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    flops_of = {(row.name, row.batch): export_zoo.count_flops(row.name, row.batch) for row in rows}
     for t in threads:
         top = peak["gflops_1"] if t == 1 else peak["gflops_n"] * t / peak["threads"]
         for row in rows:

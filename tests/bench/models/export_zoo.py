@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 import warnings
+import zlib
 
 import numpy as np
 import torch
@@ -55,12 +56,41 @@ class Encoder(nn.Module):
         return self.enc(x)
 
 
+class LstmClassifier(nn.Module):
+    """Two LSTM layers of 128 over 32 steps of 64 features (batch first), the last step's output
+    into a linear layer of 10: issue 28's first PyTorch export."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(64, 128, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[:, -1])
+
+
+class GruClassifier(nn.Module):
+    """One GRU of 64 over 16 steps of 32 features (sequence first: x is [16, N, 32]), the last
+    step's output into a linear layer of 10: issue 28's second PyTorch export."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(32, 64)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.fc(y[-1])
+
+
 def vision(name):
     import torchvision.models as tvm
     return lambda: getattr(tvm, name)(weights=None)
 
 
-# name -> (constructor, input shape without the batch)
+# name -> (constructor, input shape without the batch); the batch is axis 0 of the input but
+# where BATCH_AXIS says otherwise.
 MODELS = {
     "resnet18": (vision("resnet18"), (3, 224, 224)),
     "mobilenet_v2": (vision("mobilenet_v2"), (3, 224, 224)),
@@ -68,16 +98,25 @@ MODELS = {
     "shufflenet_v2_x1_0": (vision("shufflenet_v2_x1_0"), (3, 224, 224)),
     "transformer": (Encoder, (32, 128)),
     "mlp": (Mlp, (784,)),
+    "lstm": (LstmClassifier, (32, 64)),
+    "gru": (GruClassifier, (16, 32)),
 }
+BATCH_AXIS = {"gru": 1}
+
+
+def input_shape(name, batch):
+    shape = list(MODELS[name][1])
+    shape.insert(BATCH_AXIS.get(name, 0), batch)
+    return tuple(shape)
 
 
 def count_flops(name, batch):
     """Floating-point operations of one run of a CNN's convolutions and linear layers: 2 per
     multiply-add, what a GFLOP/s figure against the machine's FMA peak counts. None for the other
     models (their attention products are not layers to hook)."""
-    make, shape = MODELS[name]
     if name not in ("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0"):
         return None
+    make = MODELS[name][0]
     macs = [0]
 
     def hook(m, inputs, out):
@@ -91,7 +130,7 @@ def count_flops(name, batch):
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             m.register_forward_hook(hook)
     with torch.no_grad():
-        model(torch.zeros(batch, *shape))
+        model(torch.zeros(input_shape(name, batch)))
     return 2 * macs[0]
 
 
@@ -105,13 +144,13 @@ def randomize_batchnorm(model):
 
 
 def export(name, batch, out):
-    make, shape = MODELS[name]
-    # One seed per model, so that batch 1 and batch 8 have the same weights and a model's export
-    # does not depend on which others were asked for.
-    torch.manual_seed(sorted(MODELS).index(name) + 1)
+    make = MODELS[name][0]
+    # One seed per model, from its name alone, so that batch 1 and batch 8 have the same weights
+    # and a model's export depends neither on which others were asked for nor on the list.
+    torch.manual_seed(zlib.crc32(name.encode()))
     model = make().eval()
     randomize_batchnorm(model)
-    x = torch.randn(batch, *shape)
+    x = torch.randn(input_shape(name, batch))
     stem = os.path.join(out, f"{name}_b{batch}")
     with torch.no_grad():
         y = model(x)
