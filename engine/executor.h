@@ -121,7 +121,8 @@ class Executor {
   // this executor's own record of it, whose storage is its slot in this executor's arena (an
   // instance's: in the instance's arena); its value is meaningful only until a later instruction
   // reuses the slot, so read outputs after a run (make a tensor an output to read it). Every
-  // other tensor is the context's.
+  // other tensor is the context's, which is the template's copy: an instance's own inputs,
+  // outputs and carried state are at data(id).
   Tensor* tensor(const std::string& name) const;
   const Program& program() const { return *program_; }
   // Where program()'s temporaries live: empty at opt_level() 0.

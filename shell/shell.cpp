@@ -173,7 +173,7 @@ Recurrent recurrent(const At& x, int64_t hidden, const RecurrentOptions& opt, Op
                                "whole sequence",
                                fn));
   if (op == Opcode::RNN && opt.nonlinearity != Activation::TANH && opt.nonlinearity != Activation::RELU)
-    return fail(Status::error("rnn: nonlinearity must be Activation::TANH or Activation::RELU"));
+    return fail(Status::errorf("{}: nonlinearity must be Activation::TANH or Activation::RELU", fn));
   const bool lstm = op == Opcode::LSTM;
   const int64_t gates = lstm ? 4 : op == Opcode::GRU ? 3 : 1, d = opt.bidirectional ? 2 : 1, h = hidden;
   const bool batch_first = opt.batch_first && !opt.step;
@@ -214,7 +214,7 @@ Recurrent recurrent(const At& x, int64_t hidden, const RecurrentOptions& opt, Op
       g->assign(h0, outs[1], x.loc);
       if (lstm) g->assign(c0, outs[2], x.loc);
     }
-    // y [T, D, N, H] (batch_first [N, T, D, H]) as the next layer's input [T, N, D·H].
+    // y [T, D, N, H] (batch_first [N, T, D, H]) as the next layer's input [T, N, D·H] ([N, T, D·H]).
     const Var& y = outs[0];
     if (batch_first) in = reshape(at(y), {n, t, d * h});
     else if (d == 1) in = reshape(at(y), {t, n, h});
