@@ -364,6 +364,12 @@ nnasm_status nnasm_instance_run(nnasm_instance* in) {
   return NNASM_OK;
 }
 
+nnasm_status nnasm_instance_reset_state(nnasm_instance* in) {
+  if (!in) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance is NULL");
+  in->ex->reset_state();
+  return NNASM_OK;
+}
+
 nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instructions, int* done) {
   if (!in || !done) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or done is NULL");
   *done = in->ex->run_steps(max_instructions) ? 1 : 0;

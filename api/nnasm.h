@@ -24,8 +24,8 @@
  * threads and thread counts, at a given ISA level (NNASM_ISA or nnasm_model_options.isa).
  *
  * Allocation: loading and nnasm_instance_create allocate (and nnasm_instance_bind, the first time
- * it binds a tensor); nnasm_instance_run, _run_steps, _set_input, _get_output and _tensor_data
- * never do.
+ * it binds a tensor); nnasm_instance_run, _run_steps, _reset_state, _set_input, _get_output and
+ * _tensor_data never do.
  */
 #ifndef NNASM_H
 #define NNASM_H
@@ -135,6 +135,12 @@ nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, vo
 nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buffer, size_t bytes);
 /* One whole forward run, inference mode (abandoning a run that run_steps left unfinished). */
 nnasm_status nnasm_instance_run(nnasm_instance* in);
+/* Sets the state a run leaves for the next (a recurrent layer's h and c stepped once per frame,
+ * the listing's ASSIGN destinations) back to its initial values, as a new instance starts: call
+ * it when the sequence starts over (a character respawns). Each instance keeps its own such
+ * state; other state and the weights are left alone. Abandons a run that run_steps left
+ * unfinished. Never allocates; a model without such state makes it a no-op. */
+nnasm_status nnasm_instance_reset_state(nnasm_instance* in);
 /* Runs at most `max_instructions` instructions of the run in progress (starting one when none is)
  * and returns; *done becomes 1 when the run finished, else 0. Spreads a big model over frames. */
 nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instructions, int* done);

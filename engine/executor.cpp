@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -70,6 +71,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     ex->steps_.push_back(s);
   }
 
+  NNASM_TRY(ex->prepare_carried());
   for (int k = 0; k < SECTION_COUNT; ++k) ex->sections_[k] = p.section_range(static_cast<Section>(k));
   ex->join_parallel_steps();
   ex->state_.training = p.training();
@@ -129,6 +131,40 @@ Status Executor::plan_arena() {
 }
 
 Executor::~Executor() = default;
+
+Status Executor::prepare_carried() {
+  const std::vector<TensorId> ids = program_->carried_state();
+  size_t total = 0;
+  for (TensorId id : ids) total += padded_bytes(ctx_->at(id).data.bytes());
+  if (!total) return Status::ok();
+  carried_init_own_ = AlignedBuffer(total, ctx_->allocator());
+  if (carried_init_own_.empty()) return Status::errorf("cannot allocate {} bytes for the initial state", total);
+  char* const base = static_cast<char*>(carried_init_own_.data());
+  size_t offset = 0;
+  for (TensorId id : ids) {
+    // The values a fresh prepare would give, whatever the tensor holds now (a loaded model's).
+    Tensor fresh;
+    fresh.desc = ctx_->at(id).desc;
+    if (!fresh.allocate()) return Status::errorf("cannot allocate the initial values of @{}", fresh.desc.name);
+    init_tensor(fresh, ctx_->seed());
+    std::memcpy(base + offset, fresh.data.data(), fresh.data.bytes());
+    carried_.push_back(Carried{id, fresh.data.bytes(), offset, storage(id)});
+    offset += padded_bytes(fresh.data.bytes());
+  }
+  carried_init_ = base;
+  return Status::ok();
+}
+
+bool Executor::carried(TensorId id) const {
+  for (const Carried& c : carried_)
+    if (c.id == id) return true;
+  return false;
+}
+
+void Executor::reset_state() {
+  next_step_ = 0;
+  for (const Carried& c : carried_) std::memcpy(c.at, carried_init_ + c.init_offset, c.bytes);
+}
 
 Status Executor::set_training(bool t) {
   if (t && !state_writable_) return state_writable_;
@@ -449,13 +485,13 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
     derive_if_stale();
   }
   in->derives_ = false;
-  // What a run writes, by the template's addresses: the arena, and every tensor outside it that
-  // does not persist across runs.
+  // What a run writes, by the template's addresses: the arena, every tensor outside it that
+  // does not persist across runs, and the state a run carries to the next.
   std::vector<const Tensor*> own;
   size_t own_bytes = 0;
   for (TensorId id : program_->tensors()) {
     const Tensor& t = ctx.at(id);
-    if (t.desc.sigil() == '@' || plan_.find(id) || t.data.empty() || derived(id)) continue;
+    if ((t.desc.sigil() == '@' && !carried(id)) || plan_.find(id) || t.data.empty() || derived(id)) continue;
     own.push_back(&t);
     own_bytes += padded_bytes(t.data.bytes());  // each copy 64-byte aligned, as the original
   }
@@ -510,6 +546,10 @@ Result<std::unique_ptr<Executor>> Executor::instantiate() const {
     in->planned_[k].desc = planned_[k].desc;
     in->planned_[k].arena_slot = in->relocate(planned_[k].arena_slot);
   }
+  in->carried_ = carried_;
+  for (Carried& c : in->carried_) c.at = in->relocate(c.at);
+  in->carried_init_ = carried_init_;
+  in->reset_state();
   return in;
 }
 

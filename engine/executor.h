@@ -84,11 +84,21 @@ class Executor {
   // Another executor of the same prepared program, for running it concurrently: it shares the
   // program, the params, constants and state (read-only: an instance runs the forward section in
   // the mode this executor had) and the generated kernels, and owns everything a run writes — its
-  // own arena, inputs, outputs and other temporaries, kernel scratch and run state. Runs through
+  // own arena, inputs, outputs and other temporaries, kernel scratch and run state, and the state
+  // a forward run carries to the next (Program::carried_state: a recurrent layer's h stepped per
+  // frame), which starts from its initial values as reset_state leaves it. Runs through
   // the interpreter loop (a dispatch stream bakes in one executor's addresses). Requires this
   // executor to outlive the instance and nobody to run update sections meanwhile. Allocates (all
   // of it here: its runs do not); thread-safe with respect to other instances of this executor.
   Result<std::unique_ptr<Executor>> instantiate() const;
+  // Sets the state a forward run carries to the next (Program::carried_state: ASSIGN's
+  // destinations, such as the h and c of a recurrent layer stepped once per frame) back to its
+  // initial values: what the declarations give (init kind or inline values, drawn from the
+  // context's seed as a fresh prepare would), which is also where an instance starts. Writes this
+  // executor's copies only (an instance's own, a template's the context's); params and other
+  // state (running statistics, optimizer moments) stay as they are. Abandons a run_steps run in
+  // progress. No allocation; not thread-safe with a run of this executor.
+  void reset_state();
   // Where tensor `id` lives for this executor: an instance's own copy for what runs write, the
   // shared storage otherwise; nullptr if the program has no such tensor or it has no storage.
   void* data(TensorId id) const;
@@ -111,7 +121,8 @@ class Executor {
   // this executor's own record of it, whose storage is its slot in this executor's arena (an
   // instance's: in the instance's arena); its value is meaningful only until a later instruction
   // reuses the slot, so read outputs after a run (make a tensor an output to read it). Every
-  // other tensor is the context's.
+  // other tensor is the context's, which is the template's copy: an instance's own inputs,
+  // outputs and carried state are at data(id).
   Tensor* tensor(const std::string& name) const;
   const Program& program() const { return *program_; }
   // Where program()'s temporaries live: empty at opt_level() 0.
@@ -222,6 +233,19 @@ class Executor {
   };
   std::vector<Moved> moved_;  // sorted by `from`
   void* relocate(const void* p) const;
+  // The carried state (Program::carried_state), where this executor keeps each, and its initial
+  // values: a template's own block, which its instances read.
+  struct Carried {
+    TensorId id;
+    size_t bytes;
+    size_t init_offset;  // into carried_init_
+    void* at;
+  };
+  Status prepare_carried();
+  bool carried(TensorId id) const;
+  std::vector<Carried> carried_;
+  AlignedBuffer carried_init_own_;
+  const char* carried_init_ = nullptr;
   size_t next_step_ = 0;  // run_steps' position in the forward section (0: at the start)
   int max_parts_ = 1;
   // Caller buffers bound by bind(): tensor, its own storage, where it is now.

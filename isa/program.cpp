@@ -126,6 +126,10 @@ Status Program::append(Instruction ins) {
       if (std::find(ins.in.begin(), ins.in.end(), ins.out[k]) == ins.in.end())
         return Status::errorf("{} updates its operands in place: output {}{} must also be an input", info.mnemonic,
                               t->sigil(), t->name);
+      // Constants are folded into their readers at optimization and shared between programs.
+      if (t->role == Role::CONST)
+        return Status::errorf("{} updates {}{} in place, but it is a const: declare it as state", info.mnemonic,
+                              t->sigil(), t->name);
     } else if (defined_.count(ins.out[k])) {
       return Status::errorf("{}: redefinition of {}{}", info.mnemonic, t->sigil(), t->name);
     }
@@ -290,6 +294,19 @@ Status Program::finish() const {
   }
   if (training_ || has_section(Section::UPDATE)) return check_state_writable();
   return Status::ok();
+}
+
+std::vector<TensorId> Program::carried_state() const {
+  std::unordered_set<TensorId> written;
+  const auto [b, e] = section_range(Section::FORWARD);
+  for (size_t i = b; i < e; ++i)
+    if (code_[i].info().flags & OPF_INPLACE) written.insert(code_[i].out.begin(), code_[i].out.end());
+  std::vector<TensorId> v;
+  for (TensorId id : order_) {
+    const Role r = desc(id).role;
+    if (written.count(id) && (r == Role::PARAM || r == Role::STATE)) v.push_back(id);
+  }
+  return v;
 }
 
 Status Program::check_state_writable() const {

@@ -101,6 +101,11 @@ class Program {
   // so any tensor will do there (an importer's merged initializers, a listing's consts); this
   // is what training, and Executor::set_training(true), require. The message names the fix.
   Status check_state_writable() const;
+  // The tensors a forward run leaves for the next one: params and state that an in-place
+  // instruction of the forward section writes (ASSIGN's destinations, e.g. a recurrent layer's h
+  // stepped per frame), in declaration order. Not the running statistics BATCHNORM2D updates
+  // when training, nor what the update section writes: those are trained, not carried.
+  std::vector<TensorId> carried_state() const;
 
  private:
   Status check_derived(const Instruction& ins) const;  // append's rules for the derive section

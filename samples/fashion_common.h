@@ -35,6 +35,31 @@ inline Shape batched(int64_t batch, const Shape& sample) {
   return s;
 }
 
+// Copies the params and state of `trained` into the tensors of the same names of `p`, prepared
+// over a context of its own: a model recorded again (at batch 1, stepped per frame) runs with the
+// trained values. The state a run carries to the next (Program::carried_state, a recurrent
+// layer's h stepped per frame) is the new program's own and stays as it is.
+inline Status copy_trained(const Executor& trained, Program& p) {
+  Context& ctx = *Context::of(p);
+  const std::vector<TensorId> carried = p.carried_state();
+  for (TensorId id : p.tensors()) {
+    const TensorDesc& d = p.desc(id);
+    if (d.role != Role::PARAM && d.role != Role::STATE) continue;
+    if (std::find(carried.begin(), carried.end(), id) != carried.end()) continue;
+    const Tensor* from = trained.tensor(d.name);
+    if (!from || !(from->desc.type == d.type)) return Status::errorf("no trained values for @{}", d.name);
+    std::copy(from->f32(), from->f32() + from->numel(), ctx.at(id).f32());
+  }
+  ctx.params_changed();
+  return Status::ok();
+}
+
+// The median of `times` (destroys their order).
+inline double median(std::vector<double> times) {
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
 // Records `model` on a [1, sample_shape...] input named x (softmax on top), copies the params of
 // `trained` into it by name, and returns the median time of one forward run in microseconds.
 inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, const std::function<Var(Var)>& model,
@@ -46,21 +71,14 @@ inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, cons
   if (!g.status()) return g.status();
   auto ex = Executor::prepare(p);
   if (!ex) return ex.status();
-  for (TensorId id : p.tensors()) {
-    const TensorDesc& d = p.desc(id);
-    if (d.role != Role::PARAM && d.role != Role::STATE) continue;
-    const Tensor* from = trained.tensor(d.name);
-    if (!from || !(from->desc.type == d.type)) return Status::errorf("no trained values for @{}", d.name);
-    std::copy(from->f32(), from->f32() + from->numel(), ctx.at(id).f32());
-  }
+  NNASM_TRY(copy_trained(trained, p));
   std::vector<double> us;
   for (int rep = 0; rep < runs; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     ex.value()->run();
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::nth_element(us.begin(), us.begin() + static_cast<std::ptrdiff_t>(us.size() / 2), us.end());
-  return us[us.size() / 2];
+  return median(std::move(us));
 }
 
 // Writes PREFIX.csv (one row per epoch) and PREFIX.svg (loss and accuracy curves).
@@ -84,6 +102,9 @@ struct FashionSample {
   std::string description;           // e.g. "784-256-128-10"
   Shape sample_shape;                // one image as the model reads it: {784} or {1, 28, 28}
   std::function<Var(Var)> model;     // logits [batch, 10] from x [batch, sample_shape...]
+  // Optional, after training and the batch-1 latency: the sample's own figures from the trained
+  // executor and the test set (fashion_lstm's per-frame step latency).
+  std::function<Status(Executor& trained, const Dataset& test)> report = nullptr;
 };
 
 // The sample's main: options --epochs --optimizer --lr --seed --out-dir --data-dir; trains with
@@ -158,6 +179,8 @@ inline int fashion_main(int argc, char** argv, const FashionSample& spec) {
   Result<double> us = latency_batch1(*ex.value(), spec.sample_shape, spec.model);
   if (!us) return fail(us.status().message());
   fmt::print("inference latency at batch 1: {:.1f} us (median of 2000 runs)\n", *us);
+  if (spec.report)
+    if (Status s = spec.report(*ex.value(), test_set); !s) return fail(s.message());
   fmt::print("wrote {0}.nnasm (the training program), {0}.nnm (the trained model), {0}.csv and {0}.svg\n", prefix);
   fmt::print("test accuracy: {:.1f}%\n", 100 * log.value().back().test_acc);
   return 0;

@@ -2,6 +2,8 @@
 // the op's shape inference (via Program) and keeps the first error with the caller's position.
 #include "shell/shell.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace nnasm {
@@ -74,19 +76,45 @@ void Graph::output(Var v, const std::string& name, Loc loc) {
 }
 
 Var Graph::record(Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm, Loc loc) {
-  if (!status_) return Var();
+  const std::vector<Var> outs = record_outputs(op, std::move(in), imm, loc);
+  return outs.empty() ? Var() : outs[0];
+}
+
+std::vector<Var> Graph::record_outputs(Opcode op, std::vector<Var> in,
+                                       const std::vector<std::pair<std::string, Imm>>& imm, Loc loc) {
+  if (!status_) return {};
   Instruction ins = make_instruction(op, {}, {});
   for (const Var& v : in) {
-    if (!v.valid() || v.graph() != this)
-      return fail(Status::errorf("{}: an operand does not belong to this graph", ins.info().mnemonic), loc);
+    if (!v.valid() || v.graph() != this) {
+      fail(Status::errorf("{}: an operand does not belong to this graph", ins.info().mnemonic), loc);
+      return {};
+    }
     ins.in.push_back(v.id());
   }
   for (const auto& [key, value] : imm)
-    if (Status s = set_imm(ins, key, value); !s) return fail(s, loc);
+    if (Status s = set_imm(ins, key, value); !s) {
+      fail(s, loc);
+      return {};
+    }
   ins.loc = SrcLoc{loc.file, loc.line, 0};
   Result<std::vector<TensorId>> outs = p_->append_new(std::move(ins));
-  if (!outs) return fail(outs.status(), loc);
-  return Var(this, outs.value()[0]);
+  if (!outs) {
+    fail(outs.status(), loc);
+    return {};
+  }
+  std::vector<Var> v;
+  for (TensorId id : outs.value()) v.emplace_back(this, id);
+  return v;
+}
+
+Var Graph::assign(Var dst, Var src, Loc loc) {
+  if (!status_) return Var();
+  if (!dst.valid() || dst.graph() != this || !src.valid() || src.graph() != this)
+    return fail(Status::error("ASSIGN: an operand does not belong to this graph"), loc);
+  Instruction ins = make_instruction(Opcode::ASSIGN, {dst.id(), src.id()}, {dst.id()});
+  ins.loc = SrcLoc{loc.file, loc.line, 0};
+  if (Status s = p_->append(std::move(ins)); !s) return fail(s, loc);
+  return dst;
 }
 
 namespace {
@@ -120,6 +148,98 @@ Var linear(At x, int64_t out_features, const LinearOptions& opt) {
   Var b = g->param(bn, Shape{out_features}, opt.bias_init, x.loc);
   return linear(x, w, b, opt.act, opt.act_alpha);
 }
+
+namespace {
+
+// lstm, gru and rnn: one instruction per layer (ops/recurrent/), the layers' outputs rearranged
+// into PyTorch's layouts. With opt.step each layer starts from its state tensors (initial=1) and
+// ASSIGN writes the new h (and c) back after it.
+Recurrent recurrent(const At& x, int64_t hidden, const RecurrentOptions& opt, Opcode op, const char* fn) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return {};
+  auto fail = [&](const Status& s) {
+    g->fail(s, x.loc);
+    return Recurrent{};
+  };
+  auto at = [&](Var v) { return At(v, x.loc); };
+  const Shape& s = x.v.shape();
+  if (s.rank != (opt.step ? 2 : 3))
+    return fail(Status::errorf("{}: input {} must be [{}]", fn, x.v.type().str(),
+                               opt.step ? "N,I: one step per run" : opt.batch_first ? "N,T,I" : "T,N,I"));
+  if (hidden <= 0) return fail(Status::errorf("{}: hidden size {} must be positive", fn, hidden));
+  if (opt.layers < 1) return fail(Status::errorf("{}: layers={} must be at least 1", fn, opt.layers));
+  if (opt.step && opt.bidirectional)
+    return fail(Status::errorf("{}: step=true runs one step forward per run, but a bidirectional layer reads the "
+                               "whole sequence",
+                               fn));
+  if (op == Opcode::RNN && opt.nonlinearity != Activation::TANH && opt.nonlinearity != Activation::RELU)
+    return fail(Status::errorf("{}: nonlinearity must be Activation::TANH or Activation::RELU", fn));
+  const bool lstm = op == Opcode::LSTM;
+  const int64_t gates = lstm ? 4 : op == Opcode::GRU ? 3 : 1, d = opt.bidirectional ? 2 : 1, h = hidden;
+  const bool batch_first = opt.batch_first && !opt.step;
+  const int64_t n = opt.step || batch_first ? s[0] : s[1], t = opt.step ? 1 : batch_first ? s[1] : s[0];
+  Program& p = g->program();
+  const std::string base = opt.name.empty() ? p.fresh_name(fn) : opt.name;
+  // PyTorch's reset_parameters, the bound rounded to a float as the listing spells it, so that a
+  // printed program reads back with the same weights.
+  const double k = static_cast<float>(1 / std::sqrt(static_cast<double>(h)));
+  const InitSpec init{InitKind::UNIFORM, -k, k};
+
+  std::vector<std::pair<std::string, Imm>> imm = {
+      {"direction", imm_i(opt.bidirectional ? NNASM_CHOICE(LSTM, direction, bidirectional)
+                                            : NNASM_CHOICE(LSTM, direction, forward))},
+      {"batch_first", imm_i(batch_first)},
+      {"initial", imm_i(opt.step)}};
+  if (op == Opcode::GRU) imm.push_back({"linear_before_reset", imm_i(opt.linear_before_reset)});
+  if (op == Opcode::RNN)
+    imm.push_back({"activation", imm_i(opt.nonlinearity == Activation::RELU ? NNASM_CHOICE(RNN, activation, relu)
+                                                                            : NNASM_CHOICE(RNN, activation, tanh))});
+
+  Var in = opt.step ? reshape(at(x.v), {1, n, s[1]}) : x.v;
+  std::vector<Var> hs, cs;
+  for (int64_t layer = 0; layer < opt.layers && g->status(); ++layer) {
+    const std::string l = fmt::format("{}.l{}", base, layer);
+    const int64_t i = in.shape()[2];
+    std::vector<Var> operands{in, g->param(l + ".w", Shape{d, gates * h, i}, init, x.loc),
+                              g->param(l + ".r", Shape{d, gates * h, h}, init, x.loc),
+                              g->param(l + ".b", Shape{d, 2 * gates * h}, init, x.loc)};
+    Var h0, c0;
+    if (opt.step) {
+      operands.push_back(h0 = g->state(l + ".h", Shape{1, n, h}, {InitKind::ZEROS, 0, 0}, x.loc));
+      if (lstm) operands.push_back(c0 = g->state(l + ".c", Shape{1, n, h}, {InitKind::ZEROS, 0, 0}, x.loc));
+    }
+    const std::vector<Var> outs = g->record_outputs(op, operands, imm, x.loc);
+    if (outs.empty()) return {};
+    if (opt.step) {
+      g->assign(h0, outs[1], x.loc);
+      if (lstm) g->assign(c0, outs[2], x.loc);
+    }
+    // y [T, D, N, H] (batch_first [N, T, D, H]) as the next layer's input [T, N, D·H] ([N, T, D·H]).
+    const Var& y = outs[0];
+    if (batch_first) in = reshape(at(y), {n, t, d * h});
+    else if (d == 1) in = reshape(at(y), {t, n, h});
+    else in = reshape(at(transpose(at(y), {0, 2, 1, 3})), {t, n, d * h});
+    // The last states [D, N, H] (batch_first [N, D, H]), as PyTorch's h_n rows.
+    for (size_t o = 1; o < outs.size(); ++o)
+      (o == 1 ? hs : cs).push_back(batch_first ? transpose(at(outs[o]), {1, 0, 2}) : outs[o]);
+  }
+  if (!g->status()) return {};
+  auto rows = [&](const std::vector<Var>& v) { return v.size() == 1 ? v[0] : concat(v, 0, x.loc); };
+  Recurrent r;
+  r.y = opt.step ? reshape(at(in), {n, h}) : in;
+  r.h = rows(hs);
+  if (lstm) r.c = rows(cs);
+  if (!g->status()) return {};
+  return r;
+}
+
+}  // namespace
+
+Recurrent lstm(At x, int64_t hidden, const RecurrentOptions& opt) {
+  return recurrent(x, hidden, opt, Opcode::LSTM, "lstm");
+}
+Recurrent gru(At x, int64_t hidden, const RecurrentOptions& opt) { return recurrent(x, hidden, opt, Opcode::GRU, "gru"); }
+Recurrent rnn(At x, int64_t hidden, const RecurrentOptions& opt) { return recurrent(x, hidden, opt, Opcode::RNN, "rnn"); }
 
 Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2dOptions& opt) {
   Graph* g = graph_of(x);

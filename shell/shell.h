@@ -88,6 +88,31 @@ struct BatchNormOptions {
   float momentum = 0.1f;
 };
 
+// Options of lstm, gru and rnn, PyTorch's nn.LSTM, nn.GRU and nn.RNN (their `num_layers`,
+// `bidirectional`, `batch_first`, GRU's reset gate and RNN's `nonlinearity`).
+struct RecurrentOptions {
+  // Layer K's params are @NAME.lK.w [D, G·H, I], @NAME.lK.r [D, G·H, H] and @NAME.lK.b
+  // [D, 2·G·H] (W's biases, then R's), in ONNX's gate order (LSTM i,o,f,c; GRU z,r,h); with
+  // `step`, its state is @NAME.lK.h (and @NAME.lK.c) [1, N, H]. Empty NAME: lstmN, gruN, rnnN.
+  std::string name;
+  int64_t layers = 1;          // stacked: layer K > 0 reads layer K−1's y
+  bool bidirectional = false;  // D = 2: a second direction runs from the last step
+  bool batch_first = false;    // x [N, T, I] and y [N, T, D·H] (ONNX's layout=1)
+  // One time step per run: x is [N, I], y [N, H], and each layer's h (and c) is a state tensor,
+  // zeros at first, that the op starts from and that ASSIGN writes back after the step, so the
+  // next run continues the sequence (Executor::reset_state starts it over). Not bidirectional.
+  bool step = false;
+  bool linear_before_reset = true;              // GRU: r⊙(h·Rhᵀ + Rbh), as PyTorch's GRU
+  Activation nonlinearity = Activation::TANH;  // RNN: TANH or RELU
+};
+
+// What lstm, gru and rnn return.
+struct Recurrent {
+  Var y;  // the last layer's h at every step: [T, N, D·H] ([N, T, D·H] batch_first); step: [N, H]
+  Var h;  // every layer's last h, PyTorch's h_n: [layers·D, N, H] (layer-major, then direction)
+  Var c;  // LSTM: every layer's last c, the same way (PyTorch's c_n); gru and rnn: invalid
+};
+
 class Graph {
  public:
   explicit Graph(Program& p) : p_(&p) {}
@@ -106,6 +131,12 @@ class Graph {
 
   // Records one instruction; `imm` sets immediates by schema key. Used by the shell functions.
   Var record(Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm, Loc loc);
+  // The same for an op with several outputs: all of them (empty after an error).
+  std::vector<Var> record_outputs(Opcode op, std::vector<Var> in, const std::vector<std::pair<std::string, Imm>>& imm,
+                                  Loc loc);
+  // Records ASSIGN dst, src -> dst: dst (a state tensor) takes src's value in place, for the
+  // instructions after it and the next run; returns dst.
+  Var assign(Var dst, Var src, Loc loc = Loc::here());
   // Records the error unless one is already kept; returns an invalid Var.
   Var fail(const Status& s, Loc loc);
 
@@ -127,6 +158,15 @@ Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2d
 // The same with given weights and bias (an invalid Var b: no bias); opt's geometry, groups and
 // activation apply, its names, inits and `bias` do not.
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
+// Recurrent layers over x [T, N, I] ([N, T, I] batch_first; [N, I] with opt.step), hidden size
+// H: stacked LSTM, GRU and Elman RNN layers as PyTorch's, recorded as one LSTM, GRU or RNN
+// instruction each. The params are created with I inferred from x and PyTorch's initialisation
+// (every W, R and B uniform in [−1/√H, 1/√H]); see RecurrentOptions for their names and for
+// stepping once per run.
+Recurrent lstm(At x, int64_t hidden, const RecurrentOptions& opt = {});
+Recurrent gru(At x, int64_t hidden, const RecurrentOptions& opt = {});
+Recurrent rnn(At x, int64_t hidden, const RecurrentOptions& opt = {});
+
 // Pooling (NCHW): the mean of each channel, [N, C, H, W] -> [N, C, 1, 1].
 Var global_avg_pool(At x);
 

@@ -664,7 +664,7 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
                     Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD,
                     Opcode::CONV_WEIGHTS_NCHWC, Opcode::DWCONV2D_NCHWC, Opcode::MAXPOOL2D_NCHWC,
                     Opcode::AVGPOOL2D_NCHWC, Opcode::GLOBAL_AVGPOOL_NCHWC, Opcode::CONV_WEIGHTS_WINOGRAD,
-                    Opcode::CONV2D_WINOGRAD})
+                    Opcode::CONV2D_WINOGRAD, Opcode::ASSIGN})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
                     Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,

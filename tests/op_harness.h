@@ -174,7 +174,8 @@ inline Status declare_inputs(Program& p, const std::vector<TensorType>& in, std:
 // to build with the program's "updates its operands in place" message.
 inline std::vector<int> inplace_inputs(Opcode op, size_t n_in) {
   switch (op) {
-    case Opcode::ADVANCE: return {0};
+    case Opcode::ADVANCE:
+    case Opcode::ASSIGN: return {0};
     case Opcode::CLIP_GRAD_NORM: {
       std::vector<int> all(n_in);
       for (size_t k = 0; k < n_in; ++k) all[k] = static_cast<int>(k);

@@ -1172,6 +1172,16 @@ void cases_fill(ParityRun& r) {
     }
 }
 
+// ASSIGN dst, src -> dst: built with dst as its in-place output, which must end as src (src
+// itself is checked unchanged).
+void cases_assign(ParityRun& r) {
+  for (DType dt : {DType::F32, DType::I32})
+    for (const Shape& s : elementwise_shapes()) {
+      const HostTensor dst = random_of(dt, s, r.rng()), src = random_of(dt, s, r.rng());
+      r.check({dst, src}, {}, Expected{src, {}, EXACT});
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Masks and activation backward
 
@@ -1718,6 +1728,7 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::SLICE, cases_slice},
       {Opcode::COPY, cases_copy},
       {Opcode::FILL, cases_fill},
+      {Opcode::ASSIGN, cases_assign},
       {Opcode::STEP, cases_step},
       {Opcode::ACT_BWD, cases_act_bwd},
       {Opcode::CALC, cases_calc},
@@ -2251,6 +2262,12 @@ TEST(OpShapeErrors, FillValueNotAnI32) {
   EXPECT_TRUE(append_fails(Opcode::FILL, {i32({3})}, {imm_f("value", NaN)}, {"FILL", "i32[3]"}));
 }
 
+TEST(OpShapeErrors, AssignNeedsDstsType) {
+  EXPECT_TRUE(append_fails(Opcode::ASSIGN, {f32({3, 4}), f32({4, 3})}, {}, {"ASSIGN", "f32[4,3]", "f32[3,4]"}));
+  EXPECT_TRUE(append_fails(Opcode::ASSIGN, {f32({3}), i32({3})}, {}, {"ASSIGN", "i32[3]", "f32[3]"}));
+  EXPECT_TRUE(append_fails(Opcode::ASSIGN, {f32({}), f32({1})}, {}, {"ASSIGN", "f32[1]", "f32[]"}));
+}
+
 TEST(OpShapeErrors, I32IntoFloatOps) {
   EXPECT_TRUE(append_fails(Opcode::EXP, {i32({3})}, {}, {"EXP", "i32[3]", "f32"}));
   EXPECT_TRUE(append_fails(Opcode::LESS, {f32({3}), i32({3})}, {}, {"LESS", "operand 2", "i32[3]", "f32"}));
@@ -2355,6 +2372,8 @@ ValidCase valid_case(const OpInfo& info) {
       return {{Shape{3, 4}}, {imm_ints("pads", {1, 0, 2, 1})}};
     case Opcode::SOFTMAX_CE_BWD:
       return {{Shape{3, 4}, Shape{3, 4}, Shape()}, {}};
+    case Opcode::ASSIGN:
+      return {{Shape{3, 4}, Shape{3, 4}}, {}};
     case Opcode::ADVANCE:
       return {{Shape()}, {}};
     case Opcode::LR_SCHEDULE:

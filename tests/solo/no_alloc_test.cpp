@@ -225,6 +225,35 @@ TEST(NoAlloc, ThreadedRunAllocatesNothing) {
   EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 5; ++i) ex.value()->train_step(); }), 0);
 }
 
+// A recurrent layer stepped once per frame (its h and c carried in state, ASSIGN writing them
+// back) and its reset, on an instance as a game runs one per character.
+TEST(NoAlloc, SteppedLstmFramesAndResetAllocateNothing) {
+  SKIP_UNLESS_COUNTING();
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  RecurrentOptions o;
+  o.step = true;
+  o.layers = 2;
+  g.output(linear(lstm(g.input("obs", {1, 12}), 24, o).y, 4), "act");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  auto ex = Executor::prepare(p);
+  ASSERT_TRUE(ex) << ex.status().message();
+  auto in = ex.value()->instantiate();
+  ASSERT_TRUE(in) << in.status().message();
+  float* obs = static_cast<float*>(in.value()->data(in.value()->program().find("obs")));
+  in.value()->run();
+  EXPECT_EQ(allocations_in([&] {
+              for (int frame = 0; frame < 10; ++frame) {
+                obs[frame] = 0.1f * static_cast<float>(frame);
+                in.value()->run();
+                if (frame == 5) in.value()->reset_state();
+              }
+              ex.value()->reset_state();
+            }),
+            0);
+}
+
 // The C API's per-frame calls, as a game makes them: through an instance created beforehand.
 TEST(NoAlloc, CApiFrameCallsAllocateNothing) {
   SKIP_UNLESS_COUNTING();
@@ -246,6 +275,7 @@ TEST(NoAlloc, CApiFrameCallsAllocateNothing) {
                 nnasm_instance_get_output(in, "act", act, sizeof act);
                 while (!done) nnasm_instance_run_steps(in, 1, &done);
                 done = 0;
+                nnasm_instance_reset_state(in);
               }
             }),
             0);
