@@ -28,6 +28,6 @@
 
 namespace nnasm {
 
-OpHooks op_hooks_LSTM() { return OpHooks{rnn_shape, rnn_ref, rnn_ref_scratch}; }
+OpHooks op_hooks_LSTM() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, nullptr, rnn_jit, rnn_jit_parts}; }
 
 }  // namespace nnasm

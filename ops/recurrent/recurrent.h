@@ -55,6 +55,12 @@ Status rnn_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
 void rnn_ref(const KernelArgs* a);
 size_t rnn_ref_scratch(const Instruction& ins, const TensorType* in, const TensorType* out);
 
+// The generated kernels (ops/recurrent/recurrent_jit.cpp): the JIT hook, its parallel parts (a
+// bidirectional layer's two directions) and the scratch either kernel needs.
+Result<std::shared_ptr<const JitKernel>> rnn_jit(const JitRequest& r, KernelCache& cache);
+int rnn_jit_parts(const JitRequest& r, int threads);
+size_t rnn_scratch(const Instruction& ins, const TensorType* in, const TensorType* out);
+
 // Sequence b's length: lens[b] clamped to [0, T] (T without lens).
 int64_t rnn_length(const RnnGeom& g, const KernelArgs* a, int64_t b);
 
