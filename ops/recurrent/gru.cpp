@@ -17,7 +17,10 @@
 // Immediates direction, batch_first, initial, lens (as LSTM's); linear_before_reset.
 // Gradient   none yet.
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
-//            products.
+//            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
+//            `f32_gru__avx512` / `f32_gru__avx2`: as LSTM's; with linear_before_reset=0 each step
+//            takes two passes over the hidden blocks (z and r⊙h for all of them, then the
+//            candidate's product of r⊙h). One part, or a part a direction when bidirectional.
 // Notes      A length outside [0, T] counts as 0 or T (as LSTM's).
 #include "ops/recurrent/recurrent.h"
 

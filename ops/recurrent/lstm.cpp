@@ -19,7 +19,13 @@
 //            lens and peephole (which optional inputs follow B, in that order).
 // Gradient   none yet.
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
-//            products.
+//            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
+//            `f32_lstm__avx512` / `f32_lstm__avx2`: the input projection of all T·N rows of x at
+//            once, then a generated step per time step, the recurrent product (R read in place, a
+//            block of hidden units at a time) with the cell fused (vector σ and tanh, peepholes
+//            too); lengths and every layout and direction. Sums in an order fixed by I and H, so
+//            one step at a time (the last h and c fed back) gives the bits of the whole run. One
+//            part, since each step needs the one before; bidirectional, a part a direction.
 // Notes      A length outside [0, T], which shape inference cannot see (lens is data), counts
 //            as 0 or T: no kernel reads or writes outside its operands. ONNX's clip,
 //            input_forget and other activations are not part of the op (the importer refuses

@@ -1,24 +1,28 @@
 // The generated kernels of LSTM, GRU and RNN: a bound kernel (jit/kernel.h) whose C++ driver runs
 // each direction as
-//   the input projection: x·Wᵀ + b for all T·N rows of x at once, by the GEMM generator's dot
-//   kernel (jit/gemm.h), into the scratch, the biases folded (Wb + Rb, except the candidate's
-//   Rbh of a GRU with linear_before_reset, which stays inside r⊙(h·Rhᵀ + Rbh));
-//   then one generated step kernel per time step: the recurrent product h·Rᵀ of every sequence
-//   still running, with the gates' nonlinearities (jit/vmath.h) fused.
-// The step kernel reads R in place: for each block of VL hidden units (VL = 16 floats on
-// AVX-512, 8 on AVX2) and each gate, the block's VL rows of R (contiguous, VL·H floats) are dotted
-// with h, one accumulator a row, lane-parallel along k, and the VL accumulators are reduced to one
-// vector of VL sums by a fixed tree of shuffles; so R streams once a step, row after row, and
-// each row's block is reused from L1 by every sequence of the batch. The cell then works on that
-// vector and the projection's, and writes h (the y row of the step, which the next step reads)
-// and c in place.
+//   the input projection: x·Wᵀ + b for all T·N rows of x at once, into the scratch, the biases
+//   folded (Wb + Rb, except the candidate's Rbh of a GRU with linear_before_reset, which stays
+//   inside r⊙(h·Rhᵀ + Rbh)): one generated kernel (ProjGen);
+//   then one generated kernel per time step (StepGen): the recurrent product h·Rᵀ of every
+//   sequence still running, with the gates' nonlinearities (jit/vmath.h) fused.
+// Both are made of one block product (DotGen): VL rows of a matrix read in place (VL = 16 floats
+// on AVX-512, 8 on AVX2: a block of W's rows, or a gate's rows of R for a block of VL hidden
+// units), dotted with one vector (a row of x, or h), one accumulator a row, lane-parallel along k,
+// the VL accumulators reduced to one vector of VL sums by a fixed tree of shuffles. So R streams
+// once a step from L2, row after row, each block reused from L1 by every sequence of the batch,
+// and a block of W serves every row of x from L1. The cell then works on the gates' vectors and
+// the projection's, and writes h (the y row of the step, which the next step reads) and c in
+// place.
 //
-// Summation order: every element of the projection is summed by the dot kernel in an order fixed
-// by K alone (a lane-wise chain along k, then a fixed tree), whatever the number of rows; the
-// driver calls it on 8 rows at a time (the most the dot kernel takes) and once on the rest. The
-// step kernel's order depends on H alone, and each sequence's rows are computed alike whatever
-// the others do. So a sequence run one step at a time (T = 1, its last h and c fed back as h0
-// and c0) gives the bits of the whole run.
+// Summation order: every sum is a lane-wise chain along k and then the one tree, fixed by the
+// length (I or H) and the level, whatever the number of rows or steps; each sequence's rows are
+// computed alike whatever the others do. So a sequence run one step at a time (T = 1, its last h
+// and c fed back as h0 and c0) gives the bits of the whole run, which the per-frame stepping
+// relies on. That is why the projection is not a GEMM of jit/gemm.h: its kernel shape (dot,
+// GEMV or tiled) follows M = T·N, and the shapes sum in different orders. Only its dot kernel
+// sums by K alone, but it takes at most 8 rows, reads Wᵀ again for every 4 of them and reduces
+// 2 rows at a time; the 16-row block product, which the step needs anyway, ran the benchmark
+// LSTM's projections faster (tests/bench/lstm_64x128x2_t32.nnasm).
 #include <algorithm>
 #include <cstring>
 
@@ -80,7 +84,6 @@ Layout layout(const RnnGeom& g) {
   return l;
 }
 
-
 // ---- the generated code ----
 
 // What the step and projection kernels share: a block of VL dot products (VL = 16 floats on
@@ -93,6 +96,8 @@ class DotGen {
   DotGen(CodeGenerator& g, Isa isa) : g_(g), v_(g, isa), vl_(v_.width()), vb_(v_.vbytes()) {}
 
   Xmm vec(int i) const { return v_.vreg(i); }
+  // vec(i)'s register as the ymm/zmm operand of the instructions that take no xmm.
+  Ymm wide(const Xmm& x) const { return v_.avx512() ? Ymm(Zmm(x.getIdx())) : Ymm(x.getIdx()); }
   // Vectors of the source held at once: as many as the registers beside the accumulators allow.
   int chunk_vectors() const { return v_.avx512() ? 8 : 4; }
   Xmm src(int u) const { return vec(vl_ + u); }
@@ -181,11 +186,18 @@ class DotGen {
         g_.vaddps(x, x, t);
       }
     };
+    // A level's two shuffles: one instruction with the immediates of the low and high parts.
+    using Shuffle = void (CodeGenerator::*)(const Ymm&, const Ymm&, const Operand&, uint8_t);
+    auto shuffle = [&](Shuffle op, uint8_t lo, uint8_t hi) {
+      return [this, op, lo, hi](const Xmm& d, const Xmm& x, const Xmm& y, bool low) {
+        (g_.*op)(wide(d), wide(x), wide(y), low ? lo : hi);
+      };
+    };
     if (v_.avx512()) {
-      level(1, [&](const Xmm& d, const Xmm& x, const Xmm& y, bool lo) { g_.vshuff64x2(Zmm(d.getIdx()), Zmm(x.getIdx()), Zmm(y.getIdx()), lo ? 0x44 : 0xEE); });
-      level(2, [&](const Xmm& d, const Xmm& x, const Xmm& y, bool lo) { g_.vshuff32x4(Zmm(d.getIdx()), Zmm(x.getIdx()), Zmm(y.getIdx()), lo ? 0x88 : 0xDD); });
+      level(1, shuffle(&CodeGenerator::vshuff64x2, 0x44, 0xEE));
+      level(2, shuffle(&CodeGenerator::vshuff32x4, 0x88, 0xDD));
     } else {
-      level(1, [&](const Xmm& d, const Xmm& x, const Xmm& y, bool lo) { g_.vperm2f128(Ymm(d.getIdx()), Ymm(x.getIdx()), Ymm(y.getIdx()), lo ? 0x20 : 0x31); });
+      level(1, shuffle(&CodeGenerator::vperm2f128, 0x20, 0x31));
     }
     const int s = v_.avx512() ? 4 : 2;
     level(s, [&](const Xmm& d, const Xmm& x, const Xmm& y, bool lo) {
@@ -199,7 +211,6 @@ class DotGen {
   VecGen v_;
   const int vl_, vb_;
 };
-
 
 struct StepDesc {
   RnnKind kind;

@@ -14,7 +14,9 @@
 //            or relu.
 // Gradient   none yet.
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
-//            products.
+//            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
+//            `f32_rnn__avx512` / `f32_rnn__avx2`: as LSTM's, tanh or relu fused. One part, or a
+//            part a direction when bidirectional.
 // Notes      A length outside [0, T] counts as 0 or T (as LSTM's).
 #include "ops/recurrent/recurrent.h"
 
