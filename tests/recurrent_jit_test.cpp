@@ -136,35 +136,30 @@ TEST(RecurrentJit, RnnMatchesTheReference) { sweep(Opcode::RNN); }
 // W and R long enough for the block product to loop over k (AVX2 from 129 floats, AVX-512 from
 // 513), with tails.
 TEST(RecurrentJit, LongSequencesAndWideLayersMatchTheReference) {
+  struct Size {
+    int64_t t, n, i, h;
+    int dir;  // -1: the flag's (forward, reverse)
+    bool lens, batch_first;
+  };
+  const Size sizes[] = {
+      {41, 3, 27, 67, 2, true, false}, {6, 2, 5, 300, -1, false, true}, {2, 2, 601, 529, 0, false, false}};
   std::mt19937 rng(5);
   for (Opcode op : {Opcode::LSTM, Opcode::GRU, Opcode::RNN})
-    for (int flag = 0; flag < 2; ++flag) {
-      Case c;
-      c.op = op;
-      c.t = 41;
-      c.n = 3;
-      c.i = 27;
-      c.h = 67;
-      c.dir = 2;
-      c.initial = true;
-      c.lens = true;
-      c.flag = flag;
-      check(c, rng);
-      c.t = 6;
-      c.n = 2;
-      c.h = 300;
-      c.i = 5;
-      c.dir = flag;
-      c.lens = false;
-      c.batch_first = true;
-      check(c, rng);
-      c.t = 2;
-      c.n = 2;
-      c.h = 529;
-      c.i = 601;
-      c.dir = 0;
-      check(c, rng);
-    }
+    for (int flag = 0; flag < 2; ++flag)
+      for (const Size& z : sizes) {
+        Case c;
+        c.op = op;
+        c.t = z.t;
+        c.n = z.n;
+        c.i = z.i;
+        c.h = z.h;
+        c.dir = z.dir < 0 ? flag : z.dir;
+        c.initial = true;
+        c.lens = z.lens;
+        c.batch_first = z.batch_first;
+        c.flag = flag;
+        check(c, rng);
+      }
 }
 
 // A bidirectional layer runs one direction a part on two threads, each with the bits of the
