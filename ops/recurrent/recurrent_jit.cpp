@@ -105,54 +105,70 @@ class DotGen {
   // The lane of the reduction's result that accumulator a ends in (see reduce()).
   int lane_of(int a) const { return v_.avx512() ? 4 * (a % 4) + a / 4 : 4 * (a % 2) + a / 2; }
 
-  // One block's dot products: w rows (w ≤ VL) of k floats, row_bytes apart from rows + disp,
-  // each with the k floats at src.
+  // One block's dot products: w rows of k floats, row_bytes apart from rows + disp, each with
+  // the k floats at src (w ≤ VL), or with `two`, with each of the two sources at src and src2
+  // (w ≤ VL/2).
   struct Dot {
     Reg64 rows;
     int64_t disp, row_bytes;
     Reg64 src;
     int64_t k;
     int w;
+    bool two = false;
+    Reg64 src2 = Reg64();
   };
-  // vec(0) lane l = Σ_j row_l[j]·src[j] for l < w (the other lanes 0). The source is taken a
-  // chunk of vectors at a time into registers, and each row's chunk is read in turn, so that the
-  // rows are read in address order (what the hardware prefetchers follow); each accumulator sums
-  // its lanes' products in the order of j, and reduce() sums the lanes by one tree: the order of
-  // every sum is fixed by k. Uses the K mask (k1 / ymm15, k mod VL lanes), rbp and rsi.
+  // vec(0) lane l = Σ_j row_l[j]·src[j] for l < w (the other lanes 0); with two sources, lane
+  // l < VL/2 that of src and lane VL/2 + l that of src2. The sources are taken a chunk of vectors
+  // at a time into registers, and each row's chunk is read in turn, so that the rows are read in
+  // address order (what the hardware prefetchers follow); with two sources each vector of a row
+  // is loaded once for both, which halves the loads of a projection (L1's load rate, under one
+  // vector a cycle on Zen 4, bounds it otherwise). Each accumulator sums its lanes' products in
+  // the order of j, the same instructions with one source or two, and reduce() sums the lanes by
+  // one tree: the order of every sum is fixed by k. Uses the K mask (k1 / ymm15, k mod VL lanes),
+  // rbp and rsi.
   void product(const Dot& d) {
     for (int a = 0; a < vl_; ++a) g_.vxorps(vec(a), vec(a), vec(a));
     const int k_tail = static_cast<int>(d.k % vl_);
-    std::vector<int> acc_of_row(static_cast<size_t>(vl_));
-    for (int a = 0; a < vl_; ++a) acc_of_row[static_cast<size_t>(lane_of(a))] = a;
+    const int sources = d.two ? 2 : 1, kc = chunk_vectors() / sources;
+    std::vector<int> acc_of_lane(static_cast<size_t>(vl_));
+    for (int a = 0; a < vl_; ++a) acc_of_lane[static_cast<size_t>(lane_of(a))] = a;
+    auto source = [&](int s, int u) { return vec(vl_ + s * kc + u); };
+    const Xmm row = vec(vl_ + chunk_vectors());  // two sources: a vector of a row
     // n vectors of each row at byte offset off0 (plus rbp when `looped`), the last one `last`
     // lanes wide.
     auto chunk = [&](int64_t off0, int n, int last, bool looped) {
       auto at = [&](const Reg64& base, int64_t disp) { return looped ? ptr[base + rbp + disp] : ptr[base + disp]; };
-      for (int u = 0; u < n; ++u) {
-        const Address s = at(d.src, off0 + u * vb_);
-        if (u < n - 1 || last == vl_) g_.vmovups(src(u), s);
-        else if (v_.avx512()) g_.vmovups(src(u) | k1 | T_z, s);
-        else g_.vmaskmovps(Ymm(src(u).getIdx()), Ymm(15), s);
-      }
-      for (int r = 0; r < d.w; ++r) {
-        const Xmm acc = vec(acc_of_row[static_cast<size_t>(r)]);
+      auto masked = [&](int u) { return u == n - 1 && last != vl_; };
+      for (int s = 0; s < sources; ++s)
+        for (int u = 0; u < n; ++u) {
+          const Address a = at(s ? d.src2 : d.src, off0 + u * vb_);
+          if (!masked(u)) g_.vmovups(source(s, u), a);
+          else if (v_.avx512()) g_.vmovups(source(s, u) | k1 | T_z, a);
+          else g_.vmaskmovps(Ymm(source(s, u).getIdx()), Ymm(15), a);
+        }
+      for (int r = 0; r < d.w; ++r)
         for (int u = 0; u < n; ++u) {
           const Address m = at(d.rows, d.disp + r * d.row_bytes + off0 + u * vb_);
-          if (u < n - 1 || last == vl_) {
-            g_.vfmadd231ps(acc, src(u), m);
-          } else if (v_.avx512()) {
-            g_.vfmadd231ps(acc | k1, src(u), m);
-          } else {
-            g_.vmaskmovps(Ymm(tmp().getIdx()), Ymm(15), m);
-            g_.vfmadd231ps(acc, src(u), tmp());
+          // The row's vector: from memory (one source), or loaded for both; AVX2 loads a masked
+          // one (lanes past k zero, then added as +0), AVX-512 leaves those lanes as they are.
+          const bool in_reg = d.two || (masked(u) && !v_.avx512());
+          const Xmm x = d.two ? row : tmp();
+          if (in_reg) {
+            if (!masked(u)) g_.vmovups(x, m);
+            else if (v_.avx512()) g_.vmovups(x | k1 | T_z, m);
+            else g_.vmaskmovps(Ymm(x.getIdx()), Ymm(15), m);
+          }
+          for (int s = 0; s < sources; ++s) {
+            const Xmm acc = vec(acc_of_lane[static_cast<size_t>(s * vl_ / 2 + r)]);
+            const Xmm acc_m = masked(u) && v_.avx512() ? Xmm(acc | k1) : acc;
+            if (in_reg) g_.vfmadd231ps(acc_m, source(s, u), x);
+            else g_.vfmadd231ps(acc_m, source(s, u), m);
           }
         }
-      }
     };
-    const int kc = chunk_vectors();
     const int64_t vectors = (d.k + vl_ - 1) / vl_, chunks = (vectors + kc - 1) / kc;
     const int last = k_tail ? k_tail : vl_;
-    if (chunks <= PROD_UNROLLED_CHUNKS) {
+    if (chunks <= PROD_UNROLLED_CHUNKS * sources) {
       for (int64_t c = 0; c < chunks; ++c) {
         const int n = static_cast<int>(std::min<int64_t>(kc, vectors - c * kc));
         chunk(c * kc * vb_, n, c == chunks - 1 ? last : vl_, false);
@@ -496,11 +512,46 @@ class ProjGen : DotGen {
   }
 
  private:
+  // The block of w rows of W at r9 with every row of x: a full block two rows of x at a time
+  // (each half of the block in turn), then a last row alone; the last block a row at a time.
   void block(int w) {
-    Label top;
     g_.mov(r13, r8);
     g_.mov(r14, r11);
-    g_.mov(r15, d_.m);
+    const int64_t pairs = w == vl_ ? d_.m / 2 : 0, single = d_.m - 2 * pairs;
+    const int half = vl_ / 2;
+    if (pairs) {
+      Label top;
+      g_.mov(r15, pairs);
+      g_.L(top);
+      g_.lea(rcx, ptr[r13 + d_.k * 4]);
+      g_.lea(rdx, ptr[r14 + d_.n * 4]);
+      for (int h = 0; h < 2; ++h) {
+        Dot dot{r9, h * half * d_.k * 4, d_.k * 4, r13, d_.k, half};
+        dot.two = true;
+        dot.src2 = rcx;
+        product(dot);
+        // [the first row's sums | the second's], each plus the bias of the half's rows.
+        const Xmm sum = vec(0), t = tmp();
+        if (v_.avx512()) {
+          g_.vbroadcastf64x4(Zmm(t.getIdx()), ptr[r10 + h * half * 4]);
+          g_.vaddps(sum, sum, t);
+          g_.vmovups(ptr[r14 + h * half * 4], Ymm(sum.getIdx()));
+          g_.vextractf64x4(ptr[rdx + h * half * 4], Zmm(sum.getIdx()), 1);
+        } else {
+          g_.vbroadcastf128(Ymm(t.getIdx()), ptr[r10 + h * half * 4]);
+          g_.vaddps(sum, sum, t);
+          g_.vmovups(ptr[r14 + h * half * 4], Xmm(sum.getIdx()));
+          g_.vextractf128(ptr[rdx + h * half * 4], Ymm(sum.getIdx()), 1);
+        }
+      }
+      g_.add(r13, static_cast<uint32_t>(2 * d_.k * 4));
+      g_.add(r14, static_cast<uint32_t>(2 * d_.n * 4));
+      g_.dec(r15);
+      g_.jnz(top, CodeGenerator::T_NEAR);
+    }
+    if (single == 0) return;
+    Label top;
+    g_.mov(r15, single);
     g_.L(top);
     product(Dot{r9, 0, d_.k * 4, r13, d_.k, w});
     const Xmm sum = vec(0), t = tmp();
