@@ -12,13 +12,15 @@
 // once a step from L2, row after row, each block reused from L1 by every sequence of the batch,
 // and a block of W serves every row of x from L1. The cell then works on the gates' vectors and
 // the projection's, and writes h (the y row of the step, which the next step reads) and c in
-// place.
+// place. The scratch holds the projection of all T·N rows (G·T·N·H floats, a part's direction at
+// a time), the step's table of rows and each row's gate sums.
 //
 // Summation order: every sum is a lane-wise chain along k and then the one tree, fixed by the
 // length (I or H) and the level, whatever the number of rows or steps; each sequence's rows are
 // computed alike whatever the others do. So a sequence run one step at a time (T = 1, its last h
 // and c fed back as h0 and c0) gives the bits of the whole run, which the per-frame stepping
-// relies on. That is why the projection is not a GEMM of jit/gemm.h: its kernel shape (dot,
+// relies on. (The sums differ from the reference's, one sequential float sum each, by rounding.)
+// That is why the projection is not a GEMM of jit/gemm.h: its kernel shape (dot,
 // GEMV or tiled) follows M = T·N, and the shapes sum in different orders. Only its dot kernel
 // sums by K alone, but it takes at most 8 rows, reads Wᵀ again for every 4 of them and reduces
 // 2 rows at a time; the 16-row block product, which the step needs anyway, ran the benchmark
@@ -53,7 +55,7 @@ constexpr size_t TABLE_HEAD = 64;
 
 // The widest vector, for scratch sizes any level can use.
 constexpr int64_t MAX_VL = 16;
-// Chunks of a row of R (chunk_vectors() vectors each) the step kernel unrolls; longer rows loop.
+// Chunks of a row (DotGen::chunk_vectors() vectors each) a block product unrolls; longer rows loop.
 constexpr int64_t PROD_UNROLLED_CHUNKS = 4;
 // A bidirectional layer runs one direction a part from this much work (a parallel step's
 // hand-off costs a few microseconds).
@@ -90,7 +92,8 @@ Layout layout(const RnnGeom& g) {
 // AVX-512, 8 on AVX2), rows read in place, reduced to one vector.
 //   vreg(0 … VL−1)            the accumulators of the block's rows
 //   vreg(VL … VL + KC − 1)    a chunk of the source (KC = chunk_vectors())
-//   vreg(VL + KC)             the reduction's and AVX2's masked loads' temporary
+//   vreg(VL + KC)             the reduction's temporary; with two sources a vector of a row;
+//                             AVX2's masked loads
 class DotGen {
  protected:
   DotGen(CodeGenerator& g, Isa isa) : g_(g), v_(g, isa), vl_(v_.width()), vb_(v_.vbytes()) {}
@@ -233,9 +236,9 @@ struct StepDesc {
   int64_t h;
   int gates;
   bool peephole, lbr, relu;
-  // The blocks (and each block's gates) from the last to the first: every other step runs so,
-  // so that it starts on the rows of R the step before read last, which L1 still holds. The
-  // order of the blocks changes no sum.
+  // The blocks (and each block's gates) from the last to the first. Every other step runs in
+  // this order, so that it starts on the rows of R the step before read last, which L1 may still
+  // hold. The order of the blocks changes no sum.
   bool descending;
 };
 
@@ -248,8 +251,9 @@ struct StepDesc {
 //   r11  R at the block's first row of gate 0 (R + block · VL · H · 4)
 //   r12  the current row of the table   r13  rows left
 //   r14  the product's source vector of the row          r15  the row's aux scratch
-//   rbx  P (peepholes) or Rbh (GRU, linear_before_reset)  rbp  a long row's k offset (bytes)
-//   rax rcx rdx rsi  the cell's pointers
+//   rbx  P (peepholes) or Rbh (GRU, linear_before_reset)
+//   rbp rsi  a long row's k offset (bytes) and loop counter (DotGen::product)
+//   rax  the block loop's counter (pushed while a block runs); rax rcx rdx rsi the cell's pointers
 class StepGen : DotGen {
  public:
   StepGen(CodeGenerator& g, const StepDesc& d, Isa isa) : DotGen(g, isa), d_(d), tail_(static_cast<int>(d.h % vl_)) {}
@@ -677,8 +681,9 @@ Result<std::shared_ptr<const JitKernel>> rnn_jit(const JitRequest& r, KernelCach
   auto k = std::make_shared<RnnKernel>();
   k->g = geom.value();
   const RnnGeom& g = k->g;
-  // The step kernel addresses a gate's rows of R with 32-bit displacements.
-  if (4 * g.gh() * g.h >= (int64_t(1) << 31) - (int64_t(1) << 20)) return std::shared_ptr<const JitKernel>();
+  // The kernels address a gate's rows of R, and a block of W's rows, with 32-bit displacements.
+  const int64_t disp_max = (int64_t(1) << 31) - (int64_t(1) << 20);
+  if (4 * g.gh() * g.h >= disp_max || 4 * MAX_VL * g.i >= disp_max) return std::shared_ptr<const JitKernel>();
   k->lay = layout(g);
   if (r.n_parts == 2 && g.d == 2) k->dir0 = r.part, k->dir1 = r.part + 1;
   else k->dir0 = 0, k->dir1 = g.d;
