@@ -387,12 +387,88 @@ GradCase dropout_case(const std::string& what, float rate, bool training) {
           }};
 }
 
+// LSTM, GRU and RNN (through LSTM_BWD, GRU_BWD, RNN_BWD) on odd sizes, T 4, N 3, I 3, H 5: both
+// directions, reverse, batch_first, initial states, lengths 4, 2 and 0 (a sequence the layer
+// never steps), and each op's variant (LSTM's peepholes, GRU's linear_before_reset, RNN's relu).
+// `outputs` says which outputs the loss reads (bit 0 y, 1 the last h, 2 the last c): the others
+// get no gradient, and the rule feeds zeros for them.
+struct RecurrentGrad {
+  const char* direction;
+  bool batch_first, initial, lens, variant;
+  unsigned outputs;
+};
+
+GradCase recurrent(Opcode op, const RecurrentGrad& c) {
+  const std::string what = fmt::format("{} batch_first={} initial={} lens={} variant={} outputs={}", c.direction,
+                                       int(c.batch_first), int(c.initial), int(c.lens), int(c.variant), c.outputs);
+  const bool lstm = op == Opcode::LSTM;
+  const int64_t T = 4, N = 3, I = 3, H = 5, G = lstm ? 4 : op == Opcode::GRU ? 3 : 1;
+  const int64_t D = std::string(c.direction) == "bidirectional" ? 2 : 1;
+  Fill fill;
+  if (c.lens)
+    fill = [](Executor& ex, std::mt19937&) {
+      const int32_t lens[] = {4, 2, 0};
+      std::copy(lens, lens + 3, ex.tensor("lens")->i32());
+    };
+  GradCase gc{what, [=](Graph& g) {
+            Var x = g.input("x", c.batch_first ? Shape{N, T, I} : Shape{T, N, I});
+            Var w = g.param("w", {D, G * H, I}, {InitKind::UNIFORM, -0.7, 0.7});
+            Var r = g.param("r", {D, G * H, H}, {InitKind::UNIFORM, -0.7, 0.7});
+            Var b = g.param("b", {D, 2 * G * H}, {InitKind::UNIFORM, -0.5, 0.5});
+            std::vector<Var> in{x, w, r, b}, wrt{x, w, r, b};
+            const Shape state = c.batch_first ? Shape{N, D, H} : Shape{D, N, H};
+            if (c.initial) {
+              in.push_back(g.input("h0", state));
+              if (lstm) in.push_back(g.input("c0", state));
+              wrt.insert(wrt.end(), in.begin() + 4, in.end());
+            }
+            if (c.lens) in.push_back(g.input("lens", {N}, DType::I32));
+            if (lstm && c.variant) {
+              in.push_back(g.param("p", {D, 3 * H}, {InitKind::UNIFORM, -1, 1}));
+              wrt.push_back(in.back());
+            }
+            std::vector<std::pair<std::string, Imm>> imms{
+                {"direction", imm_i(imm_choice(op, "direction", c.direction))},
+                {"batch_first", imm_i(c.batch_first)},
+                {"initial", imm_i(c.initial)},
+                {"lens", imm_i(c.lens)}};
+            if (lstm) imms.push_back({"peephole", imm_i(c.variant)});
+            if (op == Opcode::GRU) imms.push_back({"linear_before_reset", imm_i(c.variant)});
+            if (op == Opcode::RNN) imms.push_back({"activation", imm_i(imm_choice(op, "activation", c.variant ? "relu" : "tanh"))});
+            Var y = g.record(op, in, imms, Loc::here());
+            if (!g.status()) return Built{y, wrt};
+            const std::vector<TensorId> outs = g.program().code().back().out;
+            std::vector<Var> read;
+            for (size_t k = 0; k < outs.size(); ++k)
+              if (c.outputs >> k & 1) read.push_back(reshape(Var(&g, outs[k]), {-1}));
+            return Built{read.size() == 1 ? read[0] : concat(read, 0), wrt};
+          },
+          fill};
+  if (op == Opcode::RNN && c.variant) gc.step = 2e-4;  // relu's kink: a smaller step crosses it less often
+  return gc;
+}
+
+Cases recurrent_cases(Opcode op) {
+  const unsigned all = op == Opcode::LSTM ? 7 : 3;
+  Cases v;
+  for (const RecurrentGrad& c : {RecurrentGrad{"forward", false, false, false, false, all},
+                                 RecurrentGrad{"reverse", true, true, true, true, all},
+                                 RecurrentGrad{"bidirectional", false, true, true, false, all},
+                                 RecurrentGrad{"bidirectional", true, false, false, true, 1},
+                                 RecurrentGrad{"forward", false, true, true, true, 2}})
+    v.push_back(recurrent(op, c));
+  return v;
+}
+
 const std::map<Opcode, Cases>& gradcheck_table() {
   static const std::map<Opcode, Cases> t = {
       {Opcode::MATMUL, matmul_cases()},
       {Opcode::LINEAR, linear_cases()},
       {Opcode::CONV2D, conv_cases()},
       {Opcode::CONV2D_BWD_DATA, conv_bwd_data_cases()},
+      {Opcode::LSTM, recurrent_cases(Opcode::LSTM)},
+      {Opcode::GRU, recurrent_cases(Opcode::GRU)},
+      {Opcode::RNN, recurrent_cases(Opcode::RNN)},
       {Opcode::CAST,
        {unary("f32 to f32 (a copy)", [](Var x) { return cast(x, DType::F32); }),
         {"f32 to i32 and back: no gradient through the integers",
@@ -664,7 +740,8 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
                     Opcode::RMSPROP, Opcode::MAXPOOL2D_BWD, Opcode::AVGPOOL2D_BWD, Opcode::GATHER_BWD,
                     Opcode::CONV_WEIGHTS_NCHWC, Opcode::DWCONV2D_NCHWC, Opcode::MAXPOOL2D_NCHWC,
                     Opcode::AVGPOOL2D_NCHWC, Opcode::GLOBAL_AVGPOOL_NCHWC, Opcode::CONV_WEIGHTS_WINOGRAD,
-                    Opcode::CONV2D_WINOGRAD, Opcode::ASSIGN})
+                    Opcode::CONV2D_WINOGRAD, Opcode::ASSIGN, Opcode::LSTM_BWD, Opcode::GRU_BWD,
+                    Opcode::RNN_BWD})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
                     Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,

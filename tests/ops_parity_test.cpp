@@ -1680,6 +1680,7 @@ void cases_rmsprop(ParityRun& r) {
 #include "tests/parity_cases_nchwc.h"
 #include "tests/parity_cases_pool_nchwc.h"
 #include "tests/parity_cases_recurrent.h"
+#include "tests/parity_cases_recurrent_bwd.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1763,6 +1764,9 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::LSTM, cases_lstm},
       {Opcode::GRU, cases_gru},
       {Opcode::RNN, cases_rnn},
+      {Opcode::LSTM_BWD, cases_lstm_bwd},
+      {Opcode::GRU_BWD, cases_gru_bwd},
+      {Opcode::RNN_BWD, cases_rnn_bwd},
       {Opcode::GATHER_BWD, cases_gather_bwd},
       {Opcode::WHERE, cases_where},
       {Opcode::POW, cases_pow},
@@ -2416,6 +2420,19 @@ ValidCase valid_case(const OpInfo& info) {
     case Opcode::LSTM: return {{Shape{3, 2, 4}, Shape{1, 8, 4}, Shape{1, 8, 2}, Shape{1, 16}}, {}};
     case Opcode::GRU: return {{Shape{3, 2, 4}, Shape{1, 6, 4}, Shape{1, 6, 2}, Shape{1, 12}}, {}};
     case Opcode::RNN: return {{Shape{3, 2, 4}, Shape{1, 2, 4}, Shape{1, 2, 2}, Shape{1, 4}}, {}};
+    // The forward's operands, then y [T,D,N,H], dy, the last h's (and c's) gradient [D,N,H].
+    case Opcode::LSTM_BWD:
+      return {{Shape{3, 2, 4}, Shape{1, 8, 4}, Shape{1, 8, 2}, Shape{1, 16}, Shape{3, 1, 2, 2}, Shape{3, 1, 2, 2},
+               Shape{1, 2, 2}, Shape{1, 2, 2}},
+              {}};
+    case Opcode::GRU_BWD:
+      return {{Shape{3, 2, 4}, Shape{1, 6, 4}, Shape{1, 6, 2}, Shape{1, 12}, Shape{3, 1, 2, 2}, Shape{3, 1, 2, 2},
+               Shape{1, 2, 2}},
+              {}};
+    case Opcode::RNN_BWD:
+      return {{Shape{3, 2, 4}, Shape{1, 2, 4}, Shape{1, 2, 2}, Shape{1, 4}, Shape{3, 1, 2, 2}, Shape{3, 1, 2, 2},
+               Shape{1, 2, 2}},
+              {}};
     case Opcode::GATHER_BWD: return {{Shape{2, 5, 4}, Shape{2, 5}, Shape{3, 4}}, {}, {1}};
     case Opcode::WHERE: return {{Shape{3, 1}, Shape{3, 4}, Shape{4}}, {}};
     case Opcode::CAST: return {{Shape{3, 4}}, {imm_enum("to", "i32")}, {}, true};

@@ -23,9 +23,10 @@ std::vector<RecurrentCase> recurrent_cases() {
   };
 }
 
-// The operands and expected outputs of one case.
-void recurrent_case(ParityRun& r, Opcode op, const RecurrentCase& c) {
-  const int g = op == Opcode::LSTM ? 4 : op == Opcode::GRU ? 3 : 1;
+// The forward op's operands of one case, in its order (x, W, R, B, [h0 (, c0)], [lens], [P]) for
+// `g` gates (4 with `lstm`), and each sequence's length clamped to T (also for the *_BWD cases).
+std::vector<HostTensor> recurrent_operands(ParityRun& r, const RecurrentCase& c, int g, bool lstm,
+                                           std::vector<int64_t>* len) {
   const int d = std::string(c.direction) == "bidirectional" ? 2 : 1;
   const int64_t T = c.t, N = c.n, I = c.i, H = c.h;
   const double scale = 1 / std::sqrt(static_cast<double>(H));
@@ -35,12 +36,11 @@ void recurrent_case(ParityRun& r, Opcode op, const RecurrentCase& c) {
   in.push_back(random_f32(Shape{d, g * H, H}, r.rng(), -scale, scale));
   in.push_back(random_f32(Shape{d, 2 * g * H}, r.rng(), -scale, scale));
   const Shape state = c.batch_first ? Shape{N, d, H} : Shape{d, N, H};
-  const bool lstm = op == Opcode::LSTM;
   if (c.initial) {
     in.push_back(random_f32(state, r.rng(), -1, 1));
     if (lstm) in.push_back(random_f32(state, r.rng(), -1, 1));
   }
-  std::vector<int64_t> len(static_cast<size_t>(N), T);
+  len->assign(static_cast<size_t>(N), T);
   if (c.lens) {
     // Every length from 0 to T among the batch, and one out of range, which counts as T.
     HostTensor l{TensorType{DType::I32, Shape{N}}, {}};
@@ -48,12 +48,24 @@ void recurrent_case(ParityRun& r, Opcode op, const RecurrentCase& c) {
       int64_t v = (b * 3 + T) % (T + 1);
       if (b == 2) v = T + 4;
       l.v.push_back(static_cast<double>(v));
-      len[static_cast<size_t>(b)] = std::min(v, T);
+      (*len)[static_cast<size_t>(b)] = std::min(v, T);
     }
     in.push_back(l);
   }
+  if (lstm && c.variant) in.push_back(random_f32(Shape{d, 3 * H}, r.rng(), -1, 1));
+  return in;
+}
+
+// The operands and expected outputs of one case.
+void recurrent_case(ParityRun& r, Opcode op, const RecurrentCase& c) {
+  const int g = op == Opcode::LSTM ? 4 : op == Opcode::GRU ? 3 : 1;
+  const int d = std::string(c.direction) == "bidirectional" ? 2 : 1;
+  const int64_t T = c.t, N = c.n, I = c.i, H = c.h;
+  const Shape state = c.batch_first ? Shape{N, d, H} : Shape{d, N, H};
+  const bool lstm = op == Opcode::LSTM;
+  std::vector<int64_t> len;
+  std::vector<HostTensor> in = recurrent_operands(r, c, g, lstm, &len);
   const bool peephole = lstm && c.variant;
-  if (peephole) in.push_back(random_f32(Shape{d, 3 * H}, r.rng(), -1, 1));
 
   const auto at = [&](const HostTensor& t, int64_t off) { return t.v[static_cast<size_t>(off)]; };
   const auto x_at = [&](int64_t t, int64_t b) { return (c.batch_first ? b * T + t : t * N + b) * I; };

@@ -15,7 +15,9 @@
 //            bidirectional (direction 1 runs from the last step), else 1.
 // Outputs    y f32[T,D,N,H] ([N,T,D,H] with batch_first); the last h f32[D,N,H] ([N,D,H]).
 // Immediates direction, batch_first, initial, lens (as LSTM's); linear_before_reset.
-// Gradient   none yet.
+// Gradient   GRU_BWD (ops/recurrent/rnn_bwd.cpp, through rnn_grad): backpropagation through
+//            time to x, W, R, B and h0, zeros fed for the outputs no gradient flows into;
+//            none with respect to lens (integers: a zero gradient).
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
 //            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
 //            `f32_gru__avx512` / `f32_gru__avx2`: as LSTM's; with linear_before_reset=0 each step
@@ -26,6 +28,6 @@
 
 namespace nnasm {
 
-OpHooks op_hooks_GRU() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, nullptr, rnn_jit, rnn_jit_parts}; }
+OpHooks op_hooks_GRU() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, rnn_grad, rnn_jit, rnn_jit_parts}; }
 
 }  // namespace nnasm

@@ -17,7 +17,9 @@
 //            ([N,D,H] with batch_first).
 // Immediates direction (forward, reverse or bidirectional), batch_first (ONNX's layout=1), initial,
 //            lens and peephole (which optional inputs follow B, in that order).
-// Gradient   none yet.
+// Gradient   LSTM_BWD (ops/recurrent/rnn_bwd.cpp, through rnn_grad): backpropagation through
+//            time to x, W, R, B, h0, c0 and P, zeros fed for the outputs no gradient flows into;
+//            none with respect to lens (integers: a zero gradient).
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
 //            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
 //            `f32_lstm__avx512` / `f32_lstm__avx2`: the input projection of all T·N rows of x at
@@ -34,6 +36,6 @@
 
 namespace nnasm {
 
-OpHooks op_hooks_LSTM() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, nullptr, rnn_jit, rnn_jit_parts}; }
+OpHooks op_hooks_LSTM() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, rnn_grad, rnn_jit, rnn_jit_parts}; }
 
 }  // namespace nnasm

@@ -12,18 +12,27 @@ namespace nnasm {
 
 namespace {
 
-constexpr int DIRECTION = NNASM_IMM_SHARED(direction, Opcode::LSTM, Opcode::GRU, Opcode::RNN);
-constexpr int BATCH_FIRST = NNASM_IMM_SHARED(batch_first, Opcode::LSTM, Opcode::GRU, Opcode::RNN);
-constexpr int INITIAL = NNASM_IMM_SHARED(initial, Opcode::LSTM, Opcode::GRU, Opcode::RNN);
-constexpr int LENS = NNASM_IMM_SHARED(lens, Opcode::LSTM, Opcode::GRU, Opcode::RNN);
+// The *_BWD ops take their forward op's immediates, at the same places.
+#define NNASM_RNN_OPS Opcode::LSTM, Opcode::GRU, Opcode::RNN, Opcode::LSTM_BWD, Opcode::GRU_BWD, Opcode::RNN_BWD
+constexpr int DIRECTION = NNASM_IMM_SHARED(direction, NNASM_RNN_OPS);
+constexpr int BATCH_FIRST = NNASM_IMM_SHARED(batch_first, NNASM_RNN_OPS);
+constexpr int INITIAL = NNASM_IMM_SHARED(initial, NNASM_RNN_OPS);
+constexpr int LENS = NNASM_IMM_SHARED(lens, NNASM_RNN_OPS);
+#undef NNASM_RNN_OPS
+constexpr int PEEPHOLE = NNASM_IMM_SHARED(peephole, Opcode::LSTM, Opcode::LSTM_BWD);
+constexpr int LINEAR_BEFORE_RESET = NNASM_IMM_SHARED(linear_before_reset, Opcode::GRU, Opcode::GRU_BWD);
+constexpr int ACTIVATION = NNASM_IMM_SHARED(activation, Opcode::RNN, Opcode::RNN_BWD);
+static_assert(NNASM_CHOICE(RNN, activation, relu) == NNASM_CHOICE(RNN_BWD, activation, relu),
+              "RNN_BWD spells its activations as RNN");  // the directions are NNASM_RNN_IMMS in all six
 static_assert(NNASM_CHOICE(LSTM, direction, reverse) == NNASM_CHOICE(GRU, direction, reverse) &&
                   NNASM_CHOICE(LSTM, direction, reverse) == NNASM_CHOICE(RNN, direction, reverse) &&
                   NNASM_CHOICE(LSTM, direction, bidirectional) == NNASM_CHOICE(RNN, direction, bidirectional) &&
                   NNASM_CHOICE(LSTM, direction, bidirectional) == NNASM_CHOICE(GRU, direction, bidirectional),
               "the recurrent ops list their directions alike");
 
-// The geometry the immediates alone fix, and the operand count they announce.
-RnnGeom from_immediates(const Instruction& ins) {
+}  // namespace
+
+RnnGeom rnn_immediates(const Instruction& ins) {
   RnnGeom g;
   g.kind = rnn_kind(ins.op);
   g.gates = g.kind == RnnKind::LSTM ? 4 : g.kind == RnnKind::GRU ? 3 : 1;
@@ -31,9 +40,9 @@ RnnGeom from_immediates(const Instruction& ins) {
   g.d = dir == NNASM_CHOICE(LSTM, direction, bidirectional) ? 2 : 1;
   g.reverse = dir == NNASM_CHOICE(LSTM, direction, reverse);
   g.batch_first = ins.i(BATCH_FIRST) != 0;
-  if (g.kind == RnnKind::LSTM) g.peephole = (ins.i(NNASM_IMM(LSTM, peephole)) != 0);
-  if (g.kind == RnnKind::GRU) g.linear_before_reset = (ins.i(NNASM_IMM(GRU, linear_before_reset)) != 0);
-  if (g.kind == RnnKind::RNN) g.relu = ins.i(NNASM_IMM(RNN, activation)) == NNASM_CHOICE(RNN, activation, relu);
+  if (g.kind == RnnKind::LSTM) g.peephole = (ins.i(PEEPHOLE) != 0);
+  if (g.kind == RnnKind::GRU) g.linear_before_reset = (ins.i(LINEAR_BEFORE_RESET) != 0);
+  if (g.kind == RnnKind::RNN) g.relu = ins.i(ACTIVATION) == NNASM_CHOICE(RNN, activation, relu);
   int k = 4;
   if ((ins.i(INITIAL)) != 0) {
     g.in_h0 = k++;
@@ -45,13 +54,15 @@ RnnGeom from_immediates(const Instruction& ins) {
   return g;
 }
 
-std::string operands_announced(const RnnGeom& g) {
+std::string rnn_operand_names(const RnnGeom& g) {
   std::string s = "x, W, R, B";
   if (g.in_h0 >= 0) s += g.in_c0 >= 0 ? ", h0, c0" : ", h0";
   if (g.in_lens >= 0) s += ", lens";
   if (g.in_p >= 0) s += ", P";
   return s;
 }
+
+namespace {
 
 Status expect(const Instruction& ins, const std::vector<TensorType>& in, int k, const char* what, const Shape& want) {
   if (in[static_cast<size_t>(k)].dtype != DType::F32 || in[static_cast<size_t>(k)].shape != want)
@@ -63,14 +74,15 @@ Status expect(const Instruction& ins, const std::vector<TensorType>& in, int k, 
 }  // namespace
 
 RnnKind rnn_kind(Opcode op) {
-  return op == Opcode::LSTM ? RnnKind::LSTM : op == Opcode::GRU ? RnnKind::GRU : RnnKind::RNN;
+  if (op == Opcode::LSTM || op == Opcode::LSTM_BWD) return RnnKind::LSTM;
+  return op == Opcode::GRU || op == Opcode::GRU_BWD ? RnnKind::GRU : RnnKind::RNN;
 }
 
 Status rnn_geom(const Instruction& ins, const std::vector<TensorType>& in, RnnGeom* out) {
-  RnnGeom g = from_immediates(ins);
+  RnnGeom g = rnn_immediates(ins);
   const char* mn = ins.info().mnemonic;
   if (static_cast<int>(in.size()) != g.n_in)
-    return Status::errorf("{} takes {} inputs ({}), as its immediates say, got {}", mn, g.n_in, operands_announced(g),
+    return Status::errorf("{} takes {} inputs ({}), as its immediates say, got {}", mn, g.n_in, rnn_operand_names(g),
                           in.size());
   const TensorType& x = in[0];
   if (x.dtype != DType::F32 || x.shape.rank != 3)
@@ -105,7 +117,7 @@ Status rnn_geom(const Instruction& ins, const std::vector<TensorType>& in, RnnGe
 }
 
 RnnGeom rnn_geom(const KernelArgs* a) {
-  RnnGeom g = from_immediates(*a->ins);
+  RnnGeom g = rnn_immediates(*a->ins);
   const Shape& x = a->in_type[0].shape;
   g.t = x[g.batch_first ? 1 : 0];
   g.n = x[g.batch_first ? 0 : 1];

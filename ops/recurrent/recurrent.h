@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/op.h"
@@ -39,8 +40,13 @@ struct RnnGeom {
   Shape y_shape() const { return batch_first ? Shape{n, t, d, h} : Shape{t, d, n, h}; }
 };
 
-// The kind of a recurrent opcode (LSTM, GRU or RNN).
+// The kind of a recurrent opcode (LSTM, GRU or RNN, or its *_BWD).
 RnnKind rnn_kind(Opcode op);
+
+// The geometry the immediates alone fix (the sizes left 0), with the optional inputs' positions
+// and the operand count they announce; and those operands' names ("x, W, R, B, h0, lens").
+RnnGeom rnn_immediates(const Instruction& ins);
+std::string rnn_operand_names(const RnnGeom& g);
 
 // The geometry of `ins` from its immediates and input types, checking every operand: the count
 // the immediates announce, dtypes, and shapes against x and the weights, each error naming the
@@ -63,6 +69,11 @@ size_t rnn_scratch(const Instruction& ins, const TensorType* in, const TensorTyp
 
 // Sequence b's length: lens[b] clamped to [0, T] (T without lens).
 int64_t rnn_length(const RnnGeom& g, const KernelArgs* a, int64_t b);
+
+// The gradient rule of LSTM, GRU and RNN (ops/recurrent/rnn_bwd.cpp): one LSTM_BWD, GRU_BWD or
+// RNN_BWD, zeros for the outputs no gradient flows into, none with respect to lens.
+Status rnn_grad(GradBuilder& b, const Instruction& ins, const std::vector<TensorId>& dy, const std::vector<bool>& need,
+                std::vector<TensorId>* dx);
 
 inline float rnn_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 

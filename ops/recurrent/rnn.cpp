@@ -12,7 +12,9 @@
 // Outputs    y f32[T,D,N,H] ([N,T,D,H] with batch_first); the last h f32[D,N,H] ([N,D,H]).
 // Immediates direction, batch_first, initial, lens (as LSTM's); activation: tanh (ONNX's default)
 //            or relu.
-// Gradient   none yet.
+// Gradient   RNN_BWD (ops/recurrent/rnn_bwd.cpp, through rnn_grad): backpropagation through
+//            time to x, W, R, B and h0, zeros fed for the outputs no gradient flows into;
+//            none with respect to lens (integers: a zero gradient).
 // Kernels    reference (ops/recurrent/recurrent.cpp): each sequence on its own, float dot
 //            products. JIT (ops/recurrent/recurrent_jit.cpp), AVX-512 and AVX2+FMA,
 //            `f32_rnn__avx512` / `f32_rnn__avx2`: as LSTM's, tanh or relu fused. One part, or a
@@ -22,6 +24,6 @@
 
 namespace nnasm {
 
-OpHooks op_hooks_RNN() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, nullptr, rnn_jit, rnn_jit_parts}; }
+OpHooks op_hooks_RNN() { return OpHooks{rnn_shape, rnn_ref, rnn_scratch, rnn_grad, rnn_jit, rnn_jit_parts}; }
 
 }  // namespace nnasm

@@ -137,6 +137,50 @@ TEST(NoAlloc, BatchNormAndDropoutTrainingStepAllocatesNothing) {
   EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
 }
 
+// The recurrent layers' training steps (LSTM_BWD, GRU_BWD, RNN_BWD: their products and cells run
+// on scratch), generated and reference, with peepholes and initial states, a bidirectional
+// batch-first GRU, and an RNN with lengths.
+TEST(NoAlloc, RecurrentTrainingStepsAllocateNothing) {
+  SKIP_UNLESS_COUNTING();
+  for (bool jit : {true, false}) {
+    for (Opcode op : {Opcode::LSTM, Opcode::GRU, Opcode::RNN}) {
+      SCOPED_TRACE(op_info(op).mnemonic);
+      Context ctx;
+      if (!jit) ctx.set_jit(JitConfig{false, Isa::REF});
+      Program p(ctx);
+      Graph g(p);
+      const int64_t G = op == Opcode::LSTM ? 4 : op == Opcode::GRU ? 3 : 1, D = op == Opcode::GRU ? 2 : 1;
+      Var x = g.input("x", op == Opcode::GRU ? Shape{4, 5, 3} : Shape{5, 4, 3});  // N = 4
+      Var labels = g.input("labels", {4}, DType::I32);
+      std::vector<Var> in{x, g.param("w", {D, G * 6, 3}, {InitKind::UNIFORM, -0.3, 0.3}),
+                          g.param("r", {D, G * 6, 6}, {InitKind::UNIFORM, -0.3, 0.3}), g.param("b", {D, 2 * G * 6})};
+      std::vector<std::pair<std::string, Imm>> imms;
+      if (op == Opcode::LSTM) {
+        in.push_back(g.input("h0", {1, 4, 6}));
+        in.push_back(g.input("c0", {1, 4, 6}));
+        in.push_back(g.param("p", {1, 18}));
+        imms = {{"initial", imm_i(1)}, {"peephole", imm_i(1)}};
+      } else if (op == Opcode::GRU) {
+        imms = {{"direction", imm_i(2)}, {"batch_first", imm_i(1)}, {"linear_before_reset", imm_i(1)}};
+      } else {
+        in.push_back(g.input("lens", {4}, DType::I32));
+        imms = {{"lens", imm_i(1)}};
+      }
+      g.record(op, in, imms, Loc::here());
+      ASSERT_TRUE(g.status()) << g.status().message();
+      Var last(&g, p.code().back().out[1]);
+      g.output(softmax_ce(linear(reshape(last, {4, D * 6}), 2), labels), "loss");
+      ASSERT_TRUE(g.status()) << g.status().message();
+      ASSERT_TRUE(make_trainable(p, p.find("loss"), adam(0.01)));
+      auto ex = Executor::prepare(p);
+      ASSERT_TRUE(ex) << ex.status().message();
+      for (int64_t i = 0; i < 60; ++i) ex.value()->tensor("x")->f32()[i] = 0.03f * static_cast<float>(i % 11) - 0.1f;
+      EXPECT_EQ(allocations_in([&] { for (int i = 0; i < 3; ++i) ex.value()->train_step(); }), 0);
+      EXPECT_TRUE(std::isfinite(ex.value()->tensor("loss")->f32()[0]));
+    }
+  }
+}
+
 TEST(NoAlloc, ReferenceCalcAllocatesNothing) {
   SKIP_UNLESS_COUNTING();
   // CALC's reference kernel parses its expression at every run, into its scratch memory; here
