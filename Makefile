@@ -19,6 +19,8 @@
 #                  alternating rounds, one table
 #                  (tests/bench/models/; BENCH_MODELS=resnet18,mlp ROUNDS=3 SECONDS=0.5 THREADS=1,2)
 #   make bench-models-deps  bench-deps plus onnxruntime-node (npm) into build/bench-models/ort/
+#   make bench-recurrent  the LSTM and GRU listings against L2 bandwidth, the LSTM training step
+#                  against PyTorch, the lstm and gru exports against ONNX Runtime (one thread)
 #   make bench-layers  the CNNs layer by layer against ONNX Runtime's profile (after bench-models;
 #                  LAYER_MODELS=resnet18,...)
 #   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
@@ -106,7 +108,7 @@ BENCH    := $(BUILD)/tests/nnasm_bench
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
-.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps bench-layers onnx-models fuzz fuzz-smoke samples \
+.PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps bench-layers bench-recurrent onnx-models fuzz fuzz-smoke samples \
         onnx-conformance install clean FORCE
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
@@ -253,6 +255,18 @@ bench-layers: bench-models-deps
 	@$(MAKE) $(JOBS) $(TOOL)
 	/usr/bin/python3 tests/bench/models/layers.py --models $(LAYER_MODELS) --zoo build/bench-models/zoo --nnasm $(TOOL) \
 	  --ort-modules $(ORT_DIR)/node_modules
+
+# The recurrent layers, one thread (docs/benchmarks.md, Recurrent layers): the listings against
+# this machine's L2 bandwidth, the training step against PyTorch, the exports against ONNX Runtime.
+bench-recurrent: bench-models-deps
+	@$(MAKE) $(JOBS) $(TOOL) $(BUILD)/bench-models/l2_read
+	tests/bench/recurrent.sh
+	tests/bench/lstm_train_b64.sh
+	$(MAKE) bench-models BENCH_MODELS=lstm,gru THREADS=1
+
+$(BUILD)/bench-models/l2_read: tests/bench/models/l2_read.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -std=c++17 $< -o $@
 
 $(BUILD)/bench-models/fma_peak: tests/bench/models/fma_peak.cpp
 	@mkdir -p $(dir $@)
