@@ -212,27 +212,22 @@ Status model_decode(std::string_view bytes, const std::string& what, Program* ou
 }
 
 Status read_file_limited(const std::string& path, uint64_t max_bytes, std::string* out) {
+  // A device or a FIFO is refused before it is opened: /dev/zero would otherwise be read up to
+  // the limit (gigabytes) only to be refused then, and opening a FIFO blocks until a writer comes.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::errorf("{}: error: cannot read: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::errorf("{}: error: cannot read: not a regular file", path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return Status::errorf("{}: error: cannot read: {}", path, std::strerror(errno));
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, std::fclose);
-  struct stat st;
+  // Checked again on what was opened: the path may have been replaced in between.
   if (fstat(fileno(f), &st) != 0) return Status::errorf("{}: error: cannot read: {}", path, std::strerror(errno));
-  std::string bytes;
-  if (S_ISREG(st.st_mode)) {
-    if (static_cast<uint64_t>(st.st_size) > max_bytes)
-      return Status::errorf("{}: error: {} bytes, over the limit of {}", path, st.st_size, max_bytes);
-    bytes.resize(static_cast<size_t>(st.st_size));
-    const size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-    if (got != bytes.size()) return Status::errorf("{}: error: cannot read: file changed while being read", path);
-  } else {  // a pipe or a device: read until the end, within the limit
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-      if (bytes.size() + n > max_bytes) return Status::errorf("{}: error: over the limit of {} bytes", path, max_bytes);
-      bytes.append(buf, n);
-    }
-    if (std::ferror(f)) return Status::errorf("{}: error: cannot read: {}", path, std::strerror(errno));
-  }
+  if (!S_ISREG(st.st_mode)) return Status::errorf("{}: error: cannot read: not a regular file", path);
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    return Status::errorf("{}: error: {} bytes, over the limit of {}", path, st.st_size, max_bytes);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  const size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
+  if (got != bytes.size()) return Status::errorf("{}: error: cannot read: file changed while being read", path);
   *out = std::move(bytes);
   return Status::ok();
 }

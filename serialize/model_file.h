@@ -70,7 +70,8 @@ Status model_decode(std::string_view bytes, const std::string& what, Program* ou
 // Reads the file at `path` (its size checked against the limit first) and decodes it.
 Status model_load(const std::string& path, Program* out, ModelMeta* meta = nullptr, const ModelLimits& limits = {});
 
-// Reads a whole file into `out` if it is no larger than `max_bytes`. Messages name `path`.
+// Reads a whole regular file into `out` if it is no larger than `max_bytes` (checked before
+// reading); a device, FIFO or directory is refused unread. Messages name `path`.
 Status read_file_limited(const std::string& path, uint64_t max_bytes, std::string* out);
 
 // Which tensors copy_values took values for, and which it left alone.

@@ -173,6 +173,15 @@ TEST_F(CliModelTest, ACorruptModelFileIsAUserErrorNamingTheByte) {
   }
 }
 
+// Every command that reads a FILE refuses a device up front (it read 4 GiB of /dev/zero first).
+TEST_F(CliModelTest, ADeviceIsRefusedBeforeItIsRead) {
+  for (const char* cmd : {"run", "check", "import", "dump", "info"}) {
+    ToolResult r = tool({cmd, "/dev/zero"});
+    EXPECT_EQ(r.code, 1) << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("/dev/zero: error: cannot read: not a regular file"), std::string::npos) << cmd << ": " << r.err;
+  }
+}
+
 TEST_F(CliModelTest, EveryCommandHasHelpAndTheToolHasAVersion) {
   for (const char* cmd : {"check", "run", "opt", "info", "dump", "build", "bench"}) {
     ToolResult r = tool({cmd, "--help"});

@@ -171,6 +171,22 @@ TEST_F(ModelFileOnDisk, UnreadableAndOversizedFilesAreRefusedBeforeReading) {
   EXPECT_NE(s.message().find("over the limit of 1000"), std::string::npos) << s.message();
 }
 
+// A device is refused before a byte of it is read: /dev/zero never ends, and was read up to the
+// limit (4 GiB by default) only to be refused then. A directory is refused the same way.
+TEST_F(ModelFileOnDisk, DevicesAndDirectoriesAreRefusedUnread) {
+  for (const std::string& p : {std::string("/dev/zero"), dir_}) {
+    std::string bytes = "untouched";
+    Status s = read_file_limited(p, 1 << 20, &bytes);
+    ASSERT_FALSE(s) << p;
+    EXPECT_EQ(s.message(), p + ": error: cannot read: not a regular file");
+    EXPECT_EQ(bytes, "untouched");
+  }
+  Context ctx;
+  Program prog(ctx);
+  Status s = model_load("/dev/zero", &prog);
+  EXPECT_EQ(s.message(), "/dev/zero: error: cannot read: not a regular file");
+}
+
 // tests/golden/tiny.nnm was written by the first version of the format (NNASM_UPDATE_GOLDEN=1
 // rewrites it): a 3→4 ReLU layer with weights w[i][j] = 0.25·(i − j), b[j] = 0.1·j, and Adam state.
 // Later versions must keep loading it and computing the same function.
