@@ -19,6 +19,7 @@
 #include "serialize/listing.h"
 #include "serialize/model_file.h"
 #include "serialize/model_frame.h"
+#include "serialize/model_source.h"
 
 namespace {
 
@@ -142,8 +143,13 @@ nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_m
   } else {
     m->ctx.set_log([](const std::string&) {});
   }
-  Status s = nnasm::is_model_file(bytes) ? nnasm::model_decode(bytes, what, &m->program)
-                                         : nnasm::program_parse(bytes, what, &m->program);
+  Status s = nnasm::check_model_bytes(bytes, what);
+  if (s && nnasm::is_model_file(bytes)) {
+    s = nnasm::model_decode(bytes, what, &m->program);
+  } else if (s) {
+    s = nnasm::program_parse(bytes, what, &m->program);
+    if (s) s = nnasm::check_listing_not_empty(m->program, what);
+  }
   if (s) s = m->program.finish();
   if (!s) return fail(NNASM_ERR_BAD_MODEL, s.message());
   m->program.set_training(false);

@@ -175,6 +175,26 @@ TEST(CApi, MisuseIsAStatusWithAMessage) {
   nnasm_model_free(nullptr);
 }
 
+// Nothing to run is an error, not an empty model: 0 bytes, or a listing of blanks and comments.
+TEST(CApi, AnEmptyFileOrListingIsNotAModel) {
+  nnasm_model* m = reinterpret_cast<nnasm_model*>(1);
+  EXPECT_EQ(nnasm_model_load_memory("", 0, nullptr, &m), NNASM_ERR_BAD_MODEL);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_STREQ(nnasm_last_error(), "<memory>: error: empty file (expected a listing or an nnasm model file)");
+  const char blank[] = "\n; nothing here\n  \n";
+  EXPECT_EQ(nnasm_model_load_memory(blank, sizeof blank - 1, nullptr, &m), NNASM_ERR_BAD_MODEL);
+  EXPECT_EQ(std::string(nnasm_last_error()).rfind("<memory>:1:1: error: the listing has no instructions and no outputs", 0),
+            0u)
+      << nnasm_last_error();
+  char path[] = "/tmp/nnasm_capi_empty_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_EQ(nnasm_model_load_file(path, nullptr, &m), NNASM_ERR_BAD_MODEL);
+  EXPECT_EQ(std::string(nnasm_last_error()), std::string(path) + ": error: empty file (expected a listing or an nnasm model file)");
+  ::unlink(path);
+}
+
 TEST(CApi, AModelLivesUntilItsLastInstance) {
   nnasm_model* m = nullptr;
   ASSERT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, nullptr, &m), NNASM_OK);

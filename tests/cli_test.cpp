@@ -71,6 +71,22 @@ TEST_F(CliTest, CheckReportsTheParserError) {
   EXPECT_NE(r.err.find(path("absent.nnasm") + ": error: cannot read"), std::string::npos) << r.err;
 }
 
+// An empty or comment-only file is not an empty program that "runs": every command that loads a
+// model says what is wrong, at 1:1 for a listing, "empty file" for 0 bytes (a truncated .nnm).
+TEST_F(CliTest, AnEmptyFileOrListingIsAnError) {
+  const std::string empty = put("empty.nnm", "");
+  const std::string blank = put("blank.nnasm", "\n  \n; only a comment\n\n");
+  for (const char* cmd : {"run", "check", "info", "dump"}) {
+    ToolResult r = tool({cmd, empty});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_EQ(r.err.rfind(empty + ": error: empty file", 0), 0u) << cmd << ": " << r.err;
+    r = tool({cmd, blank});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_EQ(r.err.rfind(blank + ":1:1: error: the listing has no instructions and no outputs", 0), 0u)
+        << cmd << ": " << r.err;
+  }
+}
+
 TEST_F(CliTest, RunWritesOutputsToNpy) {
   const std::string f = put("relu.nnasm", kRelu);
   const float x[6] = {-1, 2, -3, 4, 0.5f, -0.25f};

@@ -7,6 +7,7 @@
 
 #include "serialize/listing.h"
 #include "serialize/model_frame.h"
+#include "serialize/model_source.h"
 #include "serialize/npy.h"
 #include "shell/cli/cli.h"
 
@@ -29,6 +30,7 @@ int verbosity() { return g_verbosity; }
 Status load_program(const std::string& path, Program* p, ModelMeta* meta, bool* is_model) {
   std::string bytes;
   NNASM_TRY(read_file_limited(path, ModelLimits().max_file_bytes, &bytes));
+  NNASM_TRY(check_model_bytes(bytes, path));
   const bool model = is_model_file(bytes);
   if (is_model) *is_model = model;
   if (model) {
@@ -42,6 +44,7 @@ Status load_program(const std::string& path, Program* p, ModelMeta* meta, bool* 
     }
   } else {
     NNASM_TRY(program_parse(bytes, path, p));
+    NNASM_TRY(check_listing_not_empty(*p, path));
     NNASM_TRY(p->finish().with_prefix(path + ": error: "));
   }
   if (verbosity() == 0) Context::of(*p)->set_log([](const std::string&) {});
