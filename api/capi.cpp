@@ -81,6 +81,7 @@ struct nnasm_instance {
   nnasm_model* model;
   std::unique_ptr<nnasm::Executor> ex;
   std::vector<void*> in_data, out_data;  // by the model's input and output index
+  bool outputs_ready = false;  // a run has finished and no run_steps run is under way
 };
 
 namespace {
@@ -221,6 +222,9 @@ nnasm_status copy_io(nnasm_instance* in, const char* name, bool input, void* dat
   if (bytes != size)
     return fail(NNASM_ERR_SIZE_MISMATCH,
                 fmt::format("{} '{}' holds {} bytes, got {}", input ? "input" : "output", name, size, bytes));
+  if (!input && !in->outputs_ready)
+    return fail(NNASM_ERR_NOT_READY, fmt::format("output '{}': no run has finished on this instance yet (call "
+                                                 "nnasm_instance_run first)", name));
   if (input) std::memcpy(tensor, data, bytes);
   else std::memcpy(data, tensor, bytes);
   return NNASM_OK;
@@ -245,6 +249,7 @@ const char* nnasm_status_string(nnasm_status s) {
     case NNASM_ERR_OUT_OF_MEMORY: return "out of memory";
     case NNASM_ERR_ABI: return "ABI mismatch";
     case NNASM_ERR_INTERNAL: return "internal error";
+    case NNASM_ERR_NOT_READY: return "not ready";
   }
   return "unknown status";
 }
@@ -367,6 +372,7 @@ nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buf
 nnasm_status nnasm_instance_run(nnasm_instance* in) {
   if (!in) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance is NULL");
   in->ex->run();
+  in->outputs_ready = true;
   return NNASM_OK;
 }
 
@@ -379,6 +385,7 @@ nnasm_status nnasm_instance_reset_state(nnasm_instance* in) {
 nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instructions, int* done) {
   if (!in || !done) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or done is NULL");
   *done = in->ex->run_steps(max_instructions) ? 1 : 0;
+  in->outputs_ready = *done != 0;  // until then the outputs are part old, part new
   return NNASM_OK;
 }
 

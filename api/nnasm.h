@@ -49,7 +49,8 @@ typedef enum nnasm_status {
   NNASM_ERR_IO = 5,               /* the file cannot be read */
   NNASM_ERR_OUT_OF_MEMORY = 6,
   NNASM_ERR_ABI = 7,              /* the caller was built against another nnasm.h */
-  NNASM_ERR_INTERNAL = 8
+  NNASM_ERR_INTERNAL = 8,
+  NNASM_ERR_NOT_READY = 9         /* out of order: an output read before any run finished */
 } nnasm_status;
 
 typedef enum nnasm_dtype { NNASM_F32 = 0, NNASM_I32 = 1 } nnasm_dtype;
@@ -123,7 +124,8 @@ void nnasm_instance_free(nnasm_instance* in);
 
 /* Copies `bytes` bytes (exactly the input's size) into input `name`. */
 nnasm_status nnasm_instance_set_input(nnasm_instance* in, const char* name, const void* data, size_t bytes);
-/* Copies output `name` (exactly `bytes` bytes) out after a run. */
+/* Copies output `name` (exactly `bytes` bytes) out after a run: NNASM_ERR_NOT_READY before the
+ * instance's first run has finished, and while a run that run_steps started is unfinished. */
 nnasm_status nnasm_instance_get_output(nnasm_instance* in, const char* name, void* data, size_t bytes);
 /* Zero copy: where input or output `name` lives in this instance (64-byte aligned, valid while the
  * instance lives), and its size. Write inputs there before a run; read outputs after it. */

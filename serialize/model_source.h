@@ -12,7 +12,10 @@
 namespace nnasm {
 
 // Refuses bytes that cannot be a model before they are parsed: an empty file gives
-// "WHAT: error: empty file (...)".
+// "WHAT: error: empty file (...)", and a file of another format known by its first bytes (.npy,
+// ONNX, gzip, ZIP, HDF5) "WHAT: error: WHAT is a .npy array, not a model (a listing or an nnasm
+// model file)" (and what to do instead, where there is something) rather than a listing parse
+// error at 1:1.
 Status check_model_bytes(std::string_view bytes, const std::string& what);
 
 // Refuses a parsed listing with no instructions and no outputs (an empty, blank or comment-only

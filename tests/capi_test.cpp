@@ -195,6 +195,61 @@ TEST(CApi, AnEmptyFileOrListingIsNotAModel) {
   ::unlink(path);
 }
 
+// A file of another format is named for what it is, not reported as a listing error at 1:1.
+TEST(CApi, AFileOfAnotherFormatIsNamed) {
+  const std::string npy("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 62);
+  const struct {
+    std::string bytes;
+    const char* kind;
+    const char* hint = "";
+  } cases[] = {
+      {npy, "a .npy array"},
+      {std::string("\x08\x07\x12\x07pytorch\x1a\x032.1", 16), "an ONNX model", "; convert it with `nnasm import`"},
+      {std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8), "gzip-compressed data", "; decompress it first"},
+      {std::string("PK\x03\x04\x14\x00", 6), "a ZIP archive (.npz, PyTorch .pt or Keras)"},
+      {std::string("\x89HDF\r\n\x1a\n\x00", 9), "an HDF5 file"},
+  };
+  for (const auto& c : cases) {
+    nnasm_model* m = nullptr;
+    EXPECT_EQ(nnasm_model_load_memory(c.bytes.data(), c.bytes.size(), nullptr, &m), NNASM_ERR_BAD_MODEL) << c.kind;
+    EXPECT_EQ(std::string(nnasm_last_error()),
+              std::string("<memory>: error: <memory> is ") + c.kind + ", not a model (a listing or an nnasm model file)" +
+                  c.hint);
+  }
+  char path[] = "/tmp/nnasm_capi_npy_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, npy.data(), npy.size()), static_cast<ssize_t>(npy.size()));
+  ::close(fd);
+  nnasm_model* m = nullptr;
+  EXPECT_EQ(nnasm_model_load_file(path, nullptr, &m), NNASM_ERR_BAD_MODEL);
+  EXPECT_EQ(std::string(nnasm_last_error()), std::string(path) + ": error: " + path +
+                                                 " is a .npy array, not a model (a listing or an nnasm model file)");
+  ::unlink(path);
+}
+
+// Outputs hold nothing meaningful until a run has finished (nnasm.h): reading one earlier, or
+// while a run_steps run is half done, is NNASM_ERR_NOT_READY.
+TEST(CApi, AnOutputBeforeAnyRunIsNotReady) {
+  Model model;
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
+  float y[4];
+  EXPECT_EQ(nnasm_instance_get_output(in, "y", y, sizeof y), NNASM_ERR_NOT_READY);
+  EXPECT_STREQ(nnasm_last_error(),
+               "output 'y': no run has finished on this instance yet (call nnasm_instance_run first)");
+  EXPECT_STREQ(nnasm_status_string(NNASM_ERR_NOT_READY), "not ready");
+  const std::vector<float> first = run_once(in, 0);
+  int done = 0;
+  ASSERT_EQ(nnasm_instance_run_steps(in, 1, &done), NNASM_OK);
+  ASSERT_EQ(done, 0);
+  EXPECT_EQ(nnasm_instance_get_output(in, "y", y, sizeof y), NNASM_ERR_NOT_READY);
+  while (!done) ASSERT_EQ(nnasm_instance_run_steps(in, 1, &done), NNASM_OK);
+  EXPECT_EQ(nnasm_instance_get_output(in, "y", y, sizeof y), NNASM_OK) << nnasm_last_error();
+  EXPECT_EQ(std::vector<float>(y, y + 4), first);
+  nnasm_instance_free(in);
+}
+
 TEST(CApi, AModelLivesUntilItsLastInstance) {
   nnasm_model* m = nullptr;
   ASSERT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, nullptr, &m), NNASM_OK);

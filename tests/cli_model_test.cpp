@@ -182,6 +182,16 @@ TEST_F(CliModelTest, ADeviceIsRefusedBeforeItIsRead) {
   }
 }
 
+// A .npy where a model is expected is named for what it is (it was a listing error at 1:1).
+TEST_F(CliModelTest, ANpyFileIsNotAModel) {
+  const float v[3] = {1, 2, 3};
+  const std::string f = put_npy("x.npy", TensorType{DType::F32, {3}}, v);
+  ToolResult r = tool({"run", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind(f + ": error: " + f + " is a .npy array, not a model (a listing or an nnasm model file)", 0), 0u)
+      << r.err;
+}
+
 TEST_F(CliModelTest, EveryCommandHasHelpAndTheToolHasAVersion) {
   for (const char* cmd : {"check", "run", "opt", "info", "dump", "build", "bench"}) {
     ToolResult r = tool({cmd, "--help"});
