@@ -131,7 +131,7 @@ Status make_trainable(Program& p, TensorId loss, const OptimizerSpec& o) {
   p.set_training(true);
   if (p.has_section(Section::UPDATE)) return Status::ok();
   auto grads = backward(p, loss);
-  if (!grads) return grads.status();
+  if (!grads) return Status::errorf("make_trainable: {}", grads.status().message());
   return add_optimizer(p, o, grads.value());
 }
 

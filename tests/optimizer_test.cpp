@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "engine/optimizer.h"
 #include "serialize/listing.h"
@@ -251,6 +252,28 @@ TEST(Optimizer, UpdateSectionListsTheWholeStep) {
   const size_t code = m.p.code().size();
   EXPECT_TRUE(make_trainable(m.p, m.p.find("loss"), sgd(0.1)));
   EXPECT_EQ(m.p.code().size(), code);
+}
+
+// An unknown loss name (find() gives NO_TENSOR) is an error Status naming the call, never an
+// exception out of the library; nothing is appended to the program.
+TEST(Optimizer, UnknownLossIsAnError) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3});
+  Var t = g.input("t", {2, 4});
+  g.output(mse(linear(x, 4), t), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const size_t code = p.code().size();
+  const Status s = make_trainable(p, p.find("no_such_loss"), sgd(0.1));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("make_trainable: backward: the loss is not a tensor of this program"), std::string::npos)
+      << s.message();
+  const auto b = backward(p, NO_TENSOR);
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("backward: the loss is not a tensor"), std::string::npos) << b.status().message();
+  EXPECT_EQ(p.code().size(), code);
+  EXPECT_FALSE(p.has_section(Section::BACKWARD));
 }
 
 // ---------------------------------------------------------------------------------------------
