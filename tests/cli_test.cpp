@@ -316,6 +316,29 @@ TEST_F(CliTest, RunIsInferenceUnlessTrain) {
   EXPECT_NE(h.out.find("inference"), std::string::npos) << h.out;
 }
 
+// A bench ends when its time (or --runs) is up, never at a sample buffer's size: --runs above the
+// 2^20 samples kept for the percentiles runs and reports exactly that many; --seconds alone ends
+// by time, after at least 10 runs.
+TEST_F(CliTest, BenchRunsUntilItsLimitNotABuffer) {
+  const std::string f = put("neg.nnasm",
+                            "input  %x : f32[1]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  NEG %x -> %y\n");
+  const int64_t n = (int64_t(1) << 20) + 50001;
+  ToolResult r = tool({"bench", f, "--runs", std::to_string(n), "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("({} runs in ", n)), std::string::npos) << r.out;
+  r = tool({"bench", f, "--seconds", "0.05", "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.out.find(" runs in ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t open = r.out.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << r.out;
+  EXPECT_GE(std::stoll(r.out.substr(open + 1, at - open - 1)), 10) << r.out;
+  EXPECT_EQ(tool({"bench", f, "--runs", "0"}).code, 1);
+}
+
 TEST_F(CliTest, BadUsageExits1) {
   const std::string f = put("relu.nnasm", kRelu);
   EXPECT_EQ(tool({}).code, 1);
