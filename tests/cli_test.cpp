@@ -155,6 +155,33 @@ TEST_F(CliTest, SeedIsHonoured) {
   EXPECT_NE(a.out, c.out);
 }
 
+// Params that hold only their initializers run as random weights: the run goes ahead, with a
+// warning on stderr naming them, even under --quiet; a param with values gets none.
+TEST_F(CliTest, RunWarnsOfParamsWithoutValues) {
+  const std::string f = put("init.nnasm",
+                            "param @w : f32[4] init=normal mean=0 std=1\n"
+                            "param @b : f32[4] = [1, 2, 3, 4]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  ADD @w, @b -> %y\n");
+  const std::string want = "nnasm: warning: " + f +
+                           ": 1 param holds only its initializer (random weights, not trained values): @w\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", f}, {"run", f, "-v"}, {"-q", "run", f}}) {
+    ToolResult r = tool(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, want) << args.back();
+  }
+  const std::string g = put("const.nnasm",
+                            "param @b : f32[2] = [1, 2]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  NEG @b -> %y\n");
+  ToolResult r = tool({"run", g});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(CliTest, MissingInputIsNamed) {
   const std::string g = put("add.nnasm", kAdd);
   const float a[3] = {1, 2, 3};
