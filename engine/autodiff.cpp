@@ -110,6 +110,8 @@ Result<std::vector<TensorId>> grad(Program& p, TensorId y, const std::vector<Ten
 }
 
 Result<std::vector<std::pair<TensorId, TensorId>>> backward(Program& p, TensorId loss) {
+  // p.find() of an unknown name gives NO_TENSOR; every message below names the loss, so check first.
+  if (!in_program(p, loss)) return Status::error("backward: the loss is not a tensor of this program");
   std::vector<TensorId> params;
   for (TensorId id : p.tensors())
     if (p.desc(id).role == Role::PARAM) params.push_back(id);

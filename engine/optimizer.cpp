@@ -1,6 +1,8 @@
 // Writing the update: section.
 #include "engine/optimizer.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "engine/autodiff.h"
@@ -34,6 +36,39 @@ Result<TensorId> state(Program& p, const std::string& name, const TensorType& ty
   d.role = Role::STATE;
   d.init = InitSpec{InitKind::ZEROS, 0, 0};
   return p.declare(std::move(d));
+}
+
+// NaN fails every comparison below, so each check is written as "must be in range".
+Status check_optimizer(const OptimizerSpec& o, const char* fn) {
+  auto bad = [&](const char* what, double v, const char* want) {
+    return Status::errorf("{}: optimizer {}: {} is {}, expected {}", fn, o.name, what, float_to_string(v), want);
+  };
+  using K = OptimizerSpec::Kind;
+  if (!(o.lr >= 0 && std::isfinite(o.lr))) return bad("learning rate (lr)", o.lr, "a finite value >= 0");
+  if (!(o.weight_decay >= 0 && std::isfinite(o.weight_decay))) return bad("weight_decay", o.weight_decay, "a finite value >= 0");
+  if (!(o.clip_norm >= 0 && std::isfinite(o.clip_norm))) return bad("clip_norm", o.clip_norm, "a finite value >= 0 (0: no clipping)");
+  if (o.kind == K::SGD) {
+    if (!(o.momentum >= 0 && std::isfinite(o.momentum))) return bad("momentum", o.momentum, "a finite value >= 0");
+    if (o.nesterov && !(o.momentum > 0)) return Status::errorf("{}: optimizer {}: nesterov needs momentum > 0", fn, o.name);
+  }
+  if (o.kind == K::ADAM || o.kind == K::ADAMW) {
+    if (!(o.beta1 >= 0 && o.beta1 < 1)) return bad("beta1", o.beta1, "0 <= beta1 < 1");
+    if (!(o.beta2 >= 0 && o.beta2 < 1)) return bad("beta2", o.beta2, "0 <= beta2 < 1");
+  }
+  if (o.kind == K::RMSPROP && !(o.alpha >= 0 && o.alpha <= 1)) return bad("alpha", o.alpha, "0 <= alpha <= 1");
+  if (o.kind != K::SGD && !(o.eps >= 0 && std::isfinite(o.eps))) return bad("eps", o.eps, "a finite value >= 0");
+  const LrSchedule& s = o.schedule;
+  if (s.warmup < 0) return bad("schedule warmup", static_cast<double>(s.warmup), "steps >= 0");
+  if (s.kind == LrSchedule::Kind::STEP) {
+    if (s.step_size < 1) return bad("schedule step_size", static_cast<double>(s.step_size), "steps >= 1");
+    if (!(s.gamma >= 0 && std::isfinite(s.gamma))) return bad("schedule gamma", s.gamma, "a finite value >= 0");
+  }
+  if (s.kind == LrSchedule::Kind::COSINE) {
+    if (s.total < 1) return bad("schedule total", static_cast<double>(s.total), "steps >= 1");
+    if (!(s.min >= 0 && std::isfinite(s.min))) return bad("schedule min", s.min, "a finite value >= 0");
+  }
+  if (o.name.empty()) return Status::errorf("{}: the optimizer's name (the prefix of its tensors) is empty", fn);
+  return Status::ok();
 }
 
 }  // namespace
@@ -70,6 +105,7 @@ OptimizerSpec rmsprop(double lr, double alpha) {
 }
 
 Status add_optimizer(Program& p, const OptimizerSpec& o, const std::vector<std::pair<TensorId, TensorId>>& grads) {
+  NNASM_TRY(check_optimizer(o, "add_optimizer"));
   if (p.has_section(Section::UPDATE)) return Status::error("add_optimizer: the program has an update section already");
   if (grads.empty()) return Status::error("add_optimizer: no gradients to apply");
   using K = OptimizerSpec::Kind;
@@ -128,11 +164,21 @@ Status add_optimizer(Program& p, const OptimizerSpec& o, const std::vector<std::
 }
 
 Status make_trainable(Program& p, TensorId loss, const OptimizerSpec& o) {
-  p.set_training(true);
-  if (p.has_section(Section::UPDATE)) return Status::ok();
+  // A second call would silently keep the first optimizer (or, on a parsed training listing, the
+  // listing's): refuse it, so a changed learning rate or optimizer is never lost unnoticed.
+  if (p.has_section(Section::UPDATE))
+    return Status::error("make_trainable: the program already trains (it has an update section)");
+  NNASM_TRY(check_optimizer(o, "make_trainable"));
+  if (loss != NO_TENSOR && p.tensor_map().find_desc(loss)) {
+    const TensorType& t = p.desc(loss).type;
+    if (t.dtype != DType::F32 || t.shape.rank != 0)
+      return Status::errorf("make_trainable: the loss %{} must be a scalar f32[], it is {}", p.desc(loss).name, t.str());
+  }
   auto grads = backward(p, loss);
-  if (!grads) return grads.status();
-  return add_optimizer(p, o, grads.value());
+  if (!grads) return Status::errorf("make_trainable: {}", grads.status().message());
+  NNASM_TRY(add_optimizer(p, o, grads.value()));
+  p.set_training(true);
+  return Status::ok();
 }
 
 }  // namespace nnasm

@@ -39,12 +39,15 @@ OptimizerSpec adam(double lr = 1e-3, double weight_decay = 0);
 OptimizerSpec adamw(double lr = 1e-3, double weight_decay = 0.01);
 OptimizerSpec rmsprop(double lr = 1e-2, double alpha = 0.99);
 
-// Appends the update section for (param, gradient) pairs. Requires: no update section yet.
+// Appends the update section for (param, gradient) pairs. Requires: no update section yet, and
+// sensible hyper-parameters (lr, weight decay, momentum, eps, clip_norm finite and >= 0; betas in
+// [0, 1); RMSprop's alpha in [0, 1]; schedule lengths >= 1): an error names the one that is not.
 // Declares state tensors @PARAM.m / .v / .mom / .sq and @NAME.t (zeros).
 Status add_optimizer(Program& p, const OptimizerSpec& opt, const std::vector<std::pair<TensorId, TensorId>>& grads);
 
-// The whole training step at once: backward(loss), add_optimizer, and training mode. A program
-// that already has its update section (a parsed training listing) is left as it is.
+// The whole training step at once: backward(loss), add_optimizer, and training mode. Errors: the
+// loss is not a tensor of p or not a scalar f32[], a hyper-parameter as add_optimizer, or the
+// program already trains (an update section, from an earlier call or a parsed training listing).
 Status make_trainable(Program& p, TensorId loss, const OptimizerSpec& opt);
 
 }  // namespace nnasm

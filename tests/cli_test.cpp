@@ -171,6 +171,33 @@ TEST_F(CliTest, SeedIsHonoured) {
   EXPECT_NE(a.out, c.out);
 }
 
+// Params that hold only their initializers run as random weights: the run goes ahead, with a
+// warning on stderr naming them, even under --quiet; a param with values gets none.
+TEST_F(CliTest, RunWarnsOfParamsWithoutValues) {
+  const std::string f = put("init.nnasm",
+                            "param @w : f32[4] init=normal mean=0 std=1\n"
+                            "param @b : f32[4] = [1, 2, 3, 4]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  ADD @w, @b -> %y\n");
+  const std::string want = "nnasm: warning: " + f +
+                           ": 1 param holds only its initializer (random weights, not trained values): @w\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", f}, {"run", f, "-v"}, {"-q", "run", f}}) {
+    ToolResult r = tool(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, want) << args.back();
+  }
+  const std::string g = put("const.nnasm",
+                            "param @b : f32[2] = [1, 2]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  NEG @b -> %y\n");
+  ToolResult r = tool({"run", g});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(CliTest, MissingInputIsNamed) {
   const std::string g = put("add.nnasm", kAdd);
   const float a[3] = {1, 2, 3};
@@ -330,6 +357,29 @@ TEST_F(CliTest, RunIsInferenceUnlessTrain) {
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("--train"), std::string::npos) << h.out;
   EXPECT_NE(h.out.find("inference"), std::string::npos) << h.out;
+}
+
+// A bench ends when its time (or --runs) is up, never at a sample buffer's size: --runs above the
+// 2^20 samples kept for the percentiles runs and reports exactly that many; --seconds alone ends
+// by time, after at least 10 runs.
+TEST_F(CliTest, BenchRunsUntilItsLimitNotABuffer) {
+  const std::string f = put("neg.nnasm",
+                            "input  %x : f32[1]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  NEG %x -> %y\n");
+  const int64_t n = (int64_t(1) << 20) + 50001;
+  ToolResult r = tool({"bench", f, "--runs", std::to_string(n), "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("({} runs in ", n)), std::string::npos) << r.out;
+  r = tool({"bench", f, "--seconds", "0.05", "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.out.find(" runs in ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t open = r.out.rfind('(', at);
+  ASSERT_NE(open, std::string::npos) << r.out;
+  EXPECT_GE(std::stoll(r.out.substr(open + 1, at - open - 1)), 10) << r.out;
+  EXPECT_EQ(tool({"bench", f, "--runs", "0"}).code, 1);
 }
 
 TEST_F(CliTest, BadUsageExits1) {

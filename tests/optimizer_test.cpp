@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/autodiff.h"
 #include "engine/executor.h"
 #include "engine/optimizer.h"
 #include "serialize/listing.h"
@@ -246,11 +247,77 @@ TEST(Optimizer, UpdateSectionListsTheWholeStep) {
         "total=100 min=0.001", "CLIP_GRAD_NORM %w.grad, %b.grad -> %w.grad, %b.grad  max_norm=1",
         "ADAMW        @w, %w.grad, @w.m, @w.v, %opt.lr, @opt.t -> @w, @w.m, @w.v", "weight_decay=0.02"})
     EXPECT_NE(u.find(want), std::string::npos) << want << "\n" << u;
-  // A second optimizer is refused; make_trainable leaves a trainable program as it is.
+  // A second optimizer is refused, by add_optimizer and by make_trainable, and changes nothing.
   EXPECT_FALSE(add_optimizer(m.p, sgd(0.1), {{m.p.find("w"), m.p.find("w.grad")}}));
   const size_t code = m.p.code().size();
-  EXPECT_TRUE(make_trainable(m.p, m.p.find("loss"), sgd(0.1)));
+  const Status again = make_trainable(m.p, m.p.find("loss"), sgd(0.1));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.message(), "make_trainable: the program already trains (it has an update section)");
   EXPECT_EQ(m.p.code().size(), code);
+}
+
+// An unknown loss name (find() gives NO_TENSOR) is an error Status naming the call, never an
+// exception out of the library; nothing is appended to the program.
+TEST(Optimizer, UnknownLossIsAnError) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3});
+  Var t = g.input("t", {2, 4});
+  g.output(mse(linear(x, 4), t), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const size_t code = p.code().size();
+  const Status s = make_trainable(p, p.find("no_such_loss"), sgd(0.1));
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("make_trainable: backward: the loss is not a tensor of this program"), std::string::npos)
+      << s.message();
+  const auto b = backward(p, NO_TENSOR);
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("backward: the loss is not a tensor"), std::string::npos) << b.status().message();
+  EXPECT_EQ(p.code().size(), code);
+  EXPECT_FALSE(p.has_section(Section::BACKWARD));
+}
+
+// What make_trainable cannot train with is an error naming it, and leaves the program as it was:
+// a loss that is not a scalar f32[], a negative or NaN learning rate, nonsensical hyper-parameters.
+TEST(Optimizer, NonsenseIsRefusedByName) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {2, 3});
+  Var t = g.input("t", {2, 4});
+  Var y = linear(x, 4);
+  g.output(y, "y");
+  g.output(mse(y, t), "loss");
+  ASSERT_TRUE(g.status()) << g.status().message();
+  const std::string before = program_print(p);
+  auto refused = [&](TensorId loss, const OptimizerSpec& o, const std::string& want) {
+    const Status s = make_trainable(p, loss, o);
+    EXPECT_FALSE(s) << want;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+    EXPECT_EQ(program_print(p), before) << want;
+  };
+  refused(p.find("y"), sgd(0.1), "make_trainable: the loss %y must be a scalar f32[], it is f32[2,4]");
+  const TensorId loss = p.find("loss");
+  refused(loss, sgd(-1), "make_trainable: optimizer opt: learning rate (lr) is -1, expected a finite value >= 0");
+  refused(loss, adam(std::nan("")), "learning rate (lr) is nan");
+  refused(loss, sgd(0.1, -0.5), "momentum is -0.5");
+  refused(loss, sgd(0.1, 0, true), "nesterov needs momentum > 0");
+  refused(loss, adamw(0.01, -0.1), "weight_decay is -0.1");
+  refused(loss, rmsprop(0.01, 1.5), "alpha is 1.5");
+  OptimizerSpec o = adam(0.01);
+  o.beta2 = 1;
+  refused(loss, o, "beta2 is 1");
+  o = adam(0.01);
+  o.clip_norm = -1;
+  refused(loss, o, "clip_norm is -1");
+  o = sgd(0.1);
+  o.schedule.kind = LrSchedule::Kind::COSINE;
+  o.schedule.total = 0;
+  refused(loss, o, "schedule total is 0");
+  EXPECT_FALSE(add_optimizer(p, sgd(-1), {}));
+  EXPECT_FALSE(p.training());
+  EXPECT_TRUE(make_trainable(p, loss, sgd(0.1)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -320,7 +387,7 @@ TEST(Training, ListingRoundTripTrainsIdentically) {
   ASSERT_TRUE(parsed) << parsed.message() << "\n" << text;
   EXPECT_EQ(program_print(b), text);
   EXPECT_TRUE(b.training());
-  EXPECT_TRUE(make_trainable(b, b.find("loss"), sgd(1)));  // already trainable: left alone
+  EXPECT_FALSE(make_trainable(b, b.find("loss"), sgd(1)));  // already trains: refused, left alone
   EXPECT_EQ(program_print(b), text);
 
   auto ea = Executor::prepare(a.p), eb = Executor::prepare(b);

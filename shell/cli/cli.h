@@ -132,6 +132,7 @@ struct BenchOptions {
   std::string file;
   std::vector<std::string> ins;  // NAME=PATH.npy; inputs not given hold a fixed pattern
   double seconds = 2;            // measuring time after the warm-up
+  int64_t runs = 0;              // > 0: measure exactly this many runs instead of for `seconds`
   int threads = 0;               // 0: the context's default (NNASM_THREADS, else the cores)
   bool train = false;            // time whole training steps instead of forward runs
   bool profile = false;          // then time each instruction and print the listing with the times

@@ -1,4 +1,4 @@
-// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S] [--threads N] [--train] [--profile]`: how fast a
+// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S | --runs N] [--threads N] [--train] [--profile]`: how fast a
 // model runs here, as a user would measure it before shipping: each forward run (or training step)
 // timed on its own after a warm-up, reported as percentiles, and the throughput in samples per
 // second at the program's batch size. Inputs not given hold a fixed pattern (values do not change
@@ -86,6 +86,7 @@ void print_profile(Executor& ex, bool train, std::chrono::duration<double> budge
 
 Status cmd_bench(const BenchOptions& o) {
   if (!(o.seconds > 0 && o.seconds <= 3600)) return Status::errorf("nnasm: error: --seconds {}: expected 0 < S <= 3600", o.seconds);
+  if (o.runs < 0) return Status::errorf("nnasm: error: --runs {}: expected N >= 1", o.runs);
   Context ctx;
   Program prog(ctx);
   NNASM_TRY(load_program(o.file, &prog));
@@ -109,29 +110,45 @@ Status cmd_bench(const BenchOptions& o) {
 
   // Warm-up: caches, page faults, the pool's threads; at least 10 runs or a tenth of the time.
   const Clock::time_point warm_start = Clock::now();
-  for (int i = 0; i < 10 || Clock::now() - warm_start < std::chrono::duration<double>(o.seconds / 10); ++i) step();
+  for (int64_t i = 0; i < 10 || Clock::now() - warm_start < std::chrono::duration<double>(o.seconds / 10); ++i) step();
 
+  // Time, or --runs, ends the measurement, never the sample buffer: when it fills, every second
+  // sample is dropped and from then on only every stride-th run is kept, so the percentiles come
+  // from runs spread evenly over the whole measurement in bounded memory; count, sum and min
+  // cover every run.
+  constexpr size_t kSamples = size_t(1) << 20;
   std::vector<double> times;
-  times.reserve(1 << 20);
+  times.reserve(kSamples);
+  uint64_t runs = 0, stride = 1;
+  double sum = 0, fastest = INFINITY;
   const Clock::time_point start = Clock::now();
   const auto budget = std::chrono::duration<double>(o.seconds);
-  while (times.size() < times.capacity() && (times.size() < 10 || Clock::now() - start < budget)) {
+  auto more = [&] { return o.runs > 0 ? runs < static_cast<uint64_t>(o.runs) : runs < 10 || Clock::now() - start < budget; };
+  while (more()) {
     const Clock::time_point t0 = Clock::now();
     step();
-    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    sum += t;
+    fastest = std::min(fastest, t);
+    if (runs++ % stride != 0) continue;
+    if (times.size() == kSamples) {
+      for (size_t i = 0; i < kSamples / 2; ++i) times[i] = times[2 * i];
+      times.resize(kSamples / 2);
+      stride *= 2;
+      if ((runs - 1) % stride != 0) continue;
+    }
+    times.push_back(t);
   }
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
-  double sum = 0;
-  for (double t : times) sum += t;
   std::sort(times.begin(), times.end());
   auto pct = [&](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * (times.size() - 1) + 0.5))]; };
   fmt::print("bench:      {} ({}), {} thread{}, isa {}, batch {}{}\n", o.file, o.train ? "training steps" : "forward runs",
              ctx.threads(), ctx.threads() == 1 ? "" : "s", isa_name(ctx.jit().isa()), batch,
              first ? fmt::format(" (%{} {})", prog.desc(inputs[0]).name, first->str()) : "");
   fmt::print("latency:    p50 {}  p99 {}  mean {}  min {}  ({} runs in {:.2f} s)\n", us(pct(0.5)), us(pct(0.99)),
-             us(sum / times.size()), us(times.front()), times.size(), total);
-  fmt::print("throughput: {:.0f} samples/s ({:.0f} runs/s)\n", batch * times.size() / sum, times.size() / sum);
-  if (o.profile) print_profile(ex, o.train, budget);
+             us(sum / runs), us(fastest), runs, total);
+  fmt::print("throughput: {:.0f} samples/s ({:.0f} runs/s)\n", batch * runs / sum, runs / sum);
+  if (o.profile) print_profile(ex, o.train, o.runs > 0 ? std::chrono::duration<double>(total) : budget);
   return Status::ok();
 }
 

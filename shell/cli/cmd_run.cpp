@@ -3,6 +3,7 @@
 // shapes, unreadable files) is checked before Executor::prepare allocates the model, so a mistake
 // costs nothing and the message names both sides of the mismatch.
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -49,6 +50,19 @@ Status cmd_run(const RunOptions& o) {
   // The mode is the command line's, not the listing's: a listing saved from a training program
   // says `mode training`, yet running it is inference unless asked. Set on the program too, so
   // the optimizer and the --kernels listing see the mode the run has.
+  // Params nobody gave values (a listing's `init=`, a model file's "not initialized") start from
+  // random initial weights: outputs that look plausible and mean nothing. Said even with --quiet,
+  // which silences notes, not warnings.
+  std::vector<TensorId> fresh;
+  for (TensorId id : prog.tensors())
+    if (prog.desc(id).role == Role::PARAM && prog.desc(id).values.empty() && !ctx.at(id).allocated()) fresh.push_back(id);
+  if (!fresh.empty()) {
+    constexpr size_t kNamed = 8;
+    std::vector<TensorId> named(fresh.begin(), fresh.begin() + std::min(fresh.size(), kNamed));
+    fmt::print(stderr, "nnasm: warning: {}: {} param{} hold{} only {} initializer (random weights, not trained values): {}{}\n",
+               o.file, fresh.size(), fresh.size() == 1 ? "" : "s", fresh.size() == 1 ? "s" : "", fresh.size() == 1 ? "its" : "their",
+               tensor_names(prog, named), fresh.size() > kNamed ? fmt::format(" and {} more", fresh.size() - kNamed) : "");
+  }
   prog.set_training(o.train);
   if (o.has_seed) ctx.set_seed(o.seed);
   if (o.opt_level >= 0) ctx.set_opt_level(o.opt_level);

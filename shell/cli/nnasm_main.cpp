@@ -133,6 +133,9 @@ int tool_main(int argc, char** argv) {
   bench_cmd->add_option("--in", bench.ins, "Bind input NAME to a .npy file (default: a fixed pattern)")
       ->type_name("NAME=PATH.npy");
   bench_cmd->add_option("--seconds", bench.seconds, "How long to measure, after a warm-up (default 2)")->type_name("S");
+  bench_cmd->add_option("--runs", bench.runs, "Measure exactly N runs instead of for --seconds")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--threads", bench.threads, "Threads (default: NNASM_THREADS, else the cores)")
       ->type_name("N")
       ->check(CLI::Range(1, 256));
