@@ -284,6 +284,26 @@ TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
       << r->status.message();
 }
 
+// An Expand of 86 bytes to [65536,65536] is a 16 GiB tensor: the model-file loader would refuse
+// the program, so the import does, naming the tensor.
+TEST(OnnxImport, AProgramOverTheLoadersLimitIsRefused) {
+  OnnxModelBuilder m(13);
+  m.input("x", {1}).initializer_i64("shape", {2}, {65536, 65536}).output("y");
+  m.node("Expand", {"x", "shape"}, {"y"});
+  auto r = import(m.bytes());
+  ASSERT_FALSE(r->status.is_ok());
+  const std::string& msg = r->status.message();
+  EXPECT_EQ(msg.rfind("m.onnx: error: the program's tensors need", 0), 0u) << msg;
+  EXPECT_NE(msg.find(fmt::format("over the limit of {}", MAX_PROGRAM_BYTES)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("%y f32[65536,65536], needs 17179869184"), std::string::npos) << msg;
+
+  OnnxModelBuilder small(13);  // the same at [256,256] imports
+  small.input("x", {1}).initializer_i64("shape", {2}, {256, 256}).output("y");
+  small.node("Expand", {"x", "shape"}, {"y"});
+  r = import(small.bytes());
+  EXPECT_TRUE(r->status.is_ok()) << r->status.message();
+}
+
 // Every node that cannot be mapped is one line, in one report; a node that only reads one of
 // their results is counted as not imported without a line of its own.
 // An embedding: Gather whose indices are a graph input (INT64 token ids, narrowed to an i32

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "serialize/onnx/onnx_import.h"
+#include "isa/program_size.h"
 #include "serialize/onnx/onnx_lower.h"
 #include "serialize/onnx/onnx_ops.h"
 
@@ -97,7 +98,9 @@ class Importer {
     if (!r_.problems.empty())
       return Status::errorf("{}: error: {} problem{}; {} of {} nodes imported", what, r_.problems.size(),
                             r_.problems.size() == 1 ? "" : "s", r_.imported, r_.nodes);
-    return l_.program().finish().with_prefix(what + ": error: ");
+    NNASM_TRY(l_.program().finish().with_prefix(what + ": error: "));
+    // The loader refuses a program over this limit: never write a model file it would refuse.
+    return check_program_bytes(l_.program()).with_prefix(what + ": error: ");
   }
 
   OnnxGraphInfo graph_info() {
