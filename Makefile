@@ -131,15 +131,18 @@ run: deps
 # The suite runs once per ISA level below the machine's best (capped by NNASM_ISA), briefly, then
 # at the native level with googletest's full summary last; then README's own program is built
 # with README's compile line against build/libnnasm.a (tests/readme_build.sh; not under SAN).
+# It also builds what README says `make` leaves under build/ (the shared library and the samples:
+# a few objects and links) and checks that all of it is there (tests/readme_files.sh).
 test: deps
 	tests/check_layers.sh
 	tests/check_imm_reads.sh
-	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL) $(if $(SAN),,$(LIB_A))
+	@$(MAKE) $(JOBS) $(TESTS) $(SOLO) $(TOOL) $(if $(SAN),,$(LIB_A) $(LIB_SO) $(SAMPLES))
 	@for t in $(SOLO); do $$t --gtest_brief=1 || exit 1; done
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
 	$(if $(SAN),,tests/readme_build.sh)
+	$(if $(SAN),,tests/readme_files.sh)
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
 # platforms that forbid both), then the suite at the native level. The tool is the ordinary one:

@@ -1,6 +1,7 @@
 // Program construction and its structural verifier (operand counts, immediates, def-before-use,
 // single definition); types come from the ops' shape inference through the tensor map's OpSemantics.
 #include "isa/program.h"
+#include "isa/program_size.h"
 
 #include <algorithm>
 
@@ -19,6 +20,20 @@ Status check_shape(const Shape& s, const std::string& what) {
     n *= s.dims[i];
   }
   return Status::ok();
+}
+
+Status check_program_bytes(const Program& p, uint64_t limit) {
+  uint64_t total = 0, largest_bytes = 0;
+  TensorId largest = NO_TENSOR;
+  for (TensorId id : p.tensors()) {
+    const uint64_t b = storage_bytes(p.desc(id).type);
+    total += b;
+    if (b > largest_bytes) largest_bytes = b, largest = id;
+  }
+  if (total <= limit) return Status::ok();
+  const TensorDesc& d = p.desc(largest);
+  return Status::errorf("the program's tensors need {} bytes, over the limit of {} (the largest, {}{} {}, needs {})",
+                        total, limit, d.sigil(), d.name, d.type.str(), largest_bytes);
 }
 
 bool valid_tensor_name(const std::string& name) {

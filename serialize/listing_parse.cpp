@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "serialize/listing.h"
+#include "isa/program_size.h"
 #include "serialize/listing_lexer.h"
 
 namespace nnasm {
@@ -501,7 +502,9 @@ Status program_parse(std::string_view text, const std::string& filename, Program
     return Status::errorf("{}: error: the program to parse into is not empty", filename);
   Lexed lx;
   lex_listing(text, &lx);
-  return Parser(lx, filename, out).run();
+  NNASM_TRY(Parser(lx, filename, out).run());
+  // Prepare would allocate every tensor declared: the same limit as importers and model files.
+  return check_program_bytes(*out).with_prefix(filename + ": error: ");
 }
 
 Status program_parse_file(const std::string& path, Program* out) {

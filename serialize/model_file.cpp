@@ -104,11 +104,8 @@ Status decode_prog(SectionReader& r, const ModelLimits& lim, const Frame& fr, Pr
     return r.error_at(listing_at, "the program's listing does not load: " + why);
   }
   // Prepare will allocate every tensor the listing declares: bound that before anyone does.
-  uint64_t total = 0;
-  for (TensorId id : out->tensors()) total += storage_bytes(out->desc(id).type);
-  if (total > lim.max_program_bytes)
-    return r.error_at(listing_at, fmt::format("the program's tensors need {} bytes, over the limit of {}", total,
-                                              lim.max_program_bytes));
+  const Status big = check_program_bytes(*out, lim.max_program_bytes);
+  if (!big) return r.error_at(listing_at, big.message());
   return Status::ok();
 }
 

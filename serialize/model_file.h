@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "isa/program.h"
+#include "isa/program_size.h"
 #include "isa/status.h"
 
 namespace nnasm {
@@ -24,10 +25,8 @@ struct ModelLimits {
   uint32_t max_sections = 64;
   uint64_t max_listing_bytes = uint64_t(256) << 20;
   uint64_t max_tensors = uint64_t(1) << 20;
-  // The storage every tensor of the program needs once prepared (params, state, inputs, outputs
-  // and temporaries, before memory planning): a small file must not make prepare allocate
-  // gigabytes.
-  uint64_t max_program_bytes = uint64_t(4) << 30;
+  // The storage every tensor of the program needs once prepared (isa/program.h).
+  uint64_t max_program_bytes = MAX_PROGRAM_BYTES;
 };
 
 struct SectionSummary {

@@ -94,6 +94,16 @@ TEST(Listing, NormalizesHandWrittenText) {
   EXPECT_EQ(reprint(want), want);
 }
 
+// A listing of a few bytes must not make prepare allocate gigabytes: the parser holds it to the
+// limit the model-file loader and the importers apply (isa/program.h).
+TEST(Listing, AProgramOverTheSizeLimitIsRefused) {
+  const std::string err =
+      parse_error("param @w : f32[65536,65536]\ninput %x : f32[1,65536]\noutput %y\n\nforward:\n  MATMUL %x, @w -> %y\n");
+  EXPECT_EQ(err.rfind("t.nnasm: error: the program's tensors need", 0), 0u) << err;
+  EXPECT_NE(err.find("(the largest, @w f32[65536,65536], needs 17179869184)"), std::string::npos) << err;
+  EXPECT_EQ(parse_error("param @w : f32[256,256]\ninput %x : f32[1,256]\noutput %y\n\nforward:\n  MATMUL %x, @w -> %y\n"), "");
+}
+
 TEST(Listing, EmptyProgramsAndNoInstructions) {
   EXPECT_EQ(reprint(""), "forward:\n");
   EXPECT_EQ(reprint("; nothing\n\n"), "forward:\n");

@@ -374,40 +374,48 @@ TEST(ModelFileCorruption, ForgedContentsWithValidChecksumsAreRejected) {
   }
 }
 
-// A file of a few hundred bytes whose listing declares a 16 GiB param (stored "not initialized",
-// which the format allows): prepare would allocate it, so loading refuses it.
-TEST(ModelFileCorruption, AHugeProgramIsRefusedBeforeAllocation) {
+// A file of a few hundred bytes whose listing declares a param of `rows`×`cols` (stored "not
+// initialized", which the format allows).
+std::string huge_param_file(int64_t rows, int64_t cols) {
   SectionWriter prog;
   prog.string("hand-made");
   prog.u64(1);
   prog.u64(0);
-  prog.string("param @w : f32[65536,65536]\ninput %x : f32[1,65536]\noutput %y\n\nforward:\n  MATMUL %x, @w -> %y\n");
+  prog.string(fmt::format("param @w : f32[{},{}]\ninput %x : f32[1,{}]\noutput %y\n\nforward:\n  MATMUL %x, @w -> %y\n",
+                          rows, cols, rows));
   SectionWriter data;
   data.u64(1);
   data.string("w");
   data.u8(static_cast<uint8_t>(Role::PARAM));
   data.u8(0);
   data.u8(2);
-  data.i64(65536);
-  data.i64(65536);
+  data.i64(rows);
+  data.i64(cols);
   data.u8(0);
   std::vector<SectionOut> sections(2);
   std::memcpy(sections[0].tag, "PROG", 4);
   std::memcpy(sections[1].tag, "DATA", 4);
   sections[0].bytes = prog.take();
   sections[1].bytes = data.take();
-  const std::string bytes = frame_sections(sections, opcode_table_hash());
+  return frame_sections(sections, opcode_table_hash());
+}
+
+// Prepare would allocate the param, so loading refuses a program over the limit: a 2 GiB one
+// under a lowered limit, a 16 GiB one under the default (isa/program_size.h).
+TEST(ModelFileCorruption, AHugeProgramIsRefusedBeforeAllocation) {
   ModelLimits lim;
   lim.max_program_bytes = uint64_t(1) << 30;
   Context ctx;
   Program q(ctx);
-  const Status s = model_decode(bytes, "m.nnm", &q, nullptr, lim);
+  const Status s = model_decode(huge_param_file(32768, 16384), "m.nnm", &q, nullptr, lim);
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("over the limit of 1073741824"), std::string::npos) << s.message();
   Context ctx2;
-  Program ok(ctx2);
-  const Status fine = model_decode(bytes, "m.nnm", &ok);  // the default limit is 4 GiB... plus the input
-  EXPECT_FALSE(fine) << "a 16 GiB program passed the default limit";
+  Program big(ctx2);
+  const Status fine = model_decode(huge_param_file(65536, 65536), "m.nnm", &big);
+  ASSERT_FALSE(fine) << "a 16 GiB program passed the default limit";
+  EXPECT_NE(fine.message().find("(the largest, @w f32[65536,65536], needs 17179869184)"), std::string::npos)
+      << fine.message();
 }
 
 TEST(ModelFileCorruption, NotAModelFile) {

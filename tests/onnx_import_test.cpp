@@ -284,6 +284,60 @@ TEST(OnnxImport, SymbolicDimensionsNeedAShape) {
       << r->status.message();
 }
 
+// An Expand of 86 bytes to [65536,65536] is a 16 GiB tensor: the model-file loader would refuse
+// the program, so the import does, naming the tensor.
+TEST(OnnxImport, AProgramOverTheLoadersLimitIsRefused) {
+  OnnxModelBuilder m(13);
+  m.input("x", {1}).initializer_i64("shape", {2}, {65536, 65536}).output("y");
+  m.node("Expand", {"x", "shape"}, {"y"});
+  auto r = import(m.bytes());
+  ASSERT_FALSE(r->status.is_ok());
+  const std::string& msg = r->status.message();
+  EXPECT_EQ(msg.rfind("m.onnx: error: the program's tensors need", 0), 0u) << msg;
+  EXPECT_NE(msg.find(fmt::format("over the limit of {}", MAX_PROGRAM_BYTES)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("%y f32[65536,65536], needs 17179869184"), std::string::npos) << msg;
+
+  OnnxModelBuilder small(13);  // the same at [256,256] imports
+  small.input("x", {1}).initializer_i64("shape", {2}, {256, 256}).output("y");
+  small.node("Expand", {"x", "shape"}, {"y"});
+  r = import(small.bytes());
+  EXPECT_TRUE(r->status.is_ok()) << r->status.message();
+}
+
+// A Relu of a [2,10] input whose graph output declares `dims` (-1: the symbol "N").
+std::string relu_declaring(const std::vector<int64_t>& dims) {
+  OnnxModelBuilder m(13);
+  m.input("x", {2, 10}).output("y");
+  m.node("Relu", {"x"}, {"y"});
+  onnx::TensorShapeProto* shape = m.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (int64_t d : dims) {
+    if (d < 0) shape->add_dim()->set_dim_param("N");
+    else shape->add_dim()->set_dim_value(d);
+  }
+  return m.bytes();
+}
+
+// As ONNX Runtime decides by default: a declared static dimension (or rank) that disagrees with
+// the computed one is a note naming the output and both shapes (`nnasm import` always prints
+// notes on graph outputs), and the computed shape is kept; symbolic dimensions accept any size.
+TEST(OnnxImport, AGraphOutputsDeclaredShapeThatDisagreesIsANote) {
+  for (const std::vector<int64_t>& ok : std::vector<std::vector<int64_t>>{{2, 10}, {-1, 10}, {-1, -1}}) {
+    auto r = import(relu_declaring(ok));
+    EXPECT_TRUE(r->status.is_ok()) << r->status.message();
+    EXPECT_TRUE(r->report.notes.empty()) << r->report.notes[0];
+  }
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> bad = {
+      {{3, 7}, "[3,7]"}, {{2147483648, 10}, "[2147483648,10]"}, {{-1, 11}, "[N,11]"}, {{20}, "[20]"}};
+  for (const auto& [dims, shown] : bad) {
+    auto r = import(relu_declaring(dims));
+    ASSERT_TRUE(r->status.is_ok()) << r->status.message();
+    EXPECT_EQ(r->p.desc(r->p.find("y")).type.str(), "f32[2,10]");
+    const std::string want =
+        fmt::format("graph output 'y': the model declares shape {}, the import computes [2,10] and keeps it", shown);
+    EXPECT_EQ(std::count(r->report.notes.begin(), r->report.notes.end(), want), 1) << shown;
+  }
+}
+
 // Every node that cannot be mapped is one line, in one report; a node that only reads one of
 // their results is counted as not imported without a line of its own.
 // An embedding: Gather whose indices are a graph input (INT64 token ids, narrowed to an i32

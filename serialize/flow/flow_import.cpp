@@ -296,11 +296,7 @@ Status FlowImporter::run() {
   for (size_t k : order) lower(ops_[k], in_cycle[k]);
   NNASM_TRY(add_outputs());
   NNASM_TRY(p_.finish());
-  uint64_t total = 0;
-  for (TensorId id : p_.tensors()) total += storage_bytes(p_.desc(id).type);
-  if (total > opt_.max_program_bytes)
-    return Status::errorf("the program's tensors need {} bytes, over the limit of {}", total, opt_.max_program_bytes);
-  return Status::ok();
+  return check_program_bytes(p_, opt_.max_program_bytes);
 }
 
 // FlowOpContext: what a mapping in flow_ops.cpp sees.

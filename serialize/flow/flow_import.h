@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "isa/program.h"
+#include "isa/program_size.h"
 #include "isa/status.h"
 #include "serialize/flow/flow.h"
 #include "serialize/import_report.h"
@@ -34,7 +35,7 @@ struct FlowImportOptions {
   uint64_t max_file_bytes = uint64_t(4) << 30;  // flow_import_file reads no larger file
   // The storage every tensor of the program will need once prepared: a small file must not make
   // prepare allocate gigabytes through its shapes.
-  uint64_t max_program_bytes = uint64_t(4) << 30;
+  uint64_t max_program_bytes = MAX_PROGRAM_BYTES;
 };
 
 // Imports one function of `flow` into `out`, an empty Program bound to a Context, and says in
