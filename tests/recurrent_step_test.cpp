@@ -148,18 +148,26 @@ std::vector<JitConfig> configs() {
   return v;
 }
 
+// The whole-sequence program and the stepped one, the second with the first's weights.
+Status build_pair(Kind k, const JitConfig& jit, Built* seq, Built* step) {
+  Status st;
+  *seq = build(k, false, jit, &st);
+  if (!st) return st;
+  *step = build(k, true, jit, &st);
+  if (!st) return st;
+  copy_weights(*seq, *step);
+  return Status::ok();
+}
+
 class RecurrentStep : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(RecurrentStep, StepsMatchTheWholeSequenceBitwiseAndResetStartsOver) {
   const Kind k = GetParam();
   for (const JitConfig& jit : configs()) {
     SCOPED_TRACE(jit.enabled ? isa_name(jit.cap) : "jit off");
-    Status st;
-    Built seq = build(k, false, jit, &st);
+    Built seq, step;
+    const Status st = build_pair(k, jit, &seq, &step);
     ASSERT_TRUE(st) << st.message();
-    Built step = build(k, true, jit, &st);
-    ASSERT_TRUE(st) << st.message();
-    copy_weights(seq, step);
     const Sequence want = run_sequence(seq);
     ASSERT_EQ(want.y.size(), static_cast<size_t>(T * N * H));
     ASSERT_EQ(want.h.size(), static_cast<size_t>(LAYERS * N * H));
@@ -184,12 +192,9 @@ TEST_P(RecurrentStep, InstancesKeepTheirOwnState) {
   const Kind k = GetParam();
   for (const JitConfig& jit : configs()) {
     SCOPED_TRACE(jit.enabled ? isa_name(jit.cap) : "jit off");
-    Status st;
-    Built seq = build(k, false, jit, &st);
+    Built seq, step;
+    const Status st = build_pair(k, jit, &seq, &step);
     ASSERT_TRUE(st) << st.message();
-    Built step = build(k, true, jit, &st);
-    ASSERT_TRUE(st) << st.message();
-    copy_weights(seq, step);
     const Sequence want = run_sequence(seq);
     // Two characters: a runs two steps ahead, then b runs the whole sequence, then a finishes
     // from a reset. Neither sees the other's state, nor the template's.

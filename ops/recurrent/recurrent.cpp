@@ -134,6 +134,16 @@ Status rnn_shape(const Instruction& ins, const std::vector<TensorType>& in, std:
   return Status::ok();
 }
 
+RnnInputs rnn_inputs(const RnnGeom& g, const KernelArgs* a) {
+  const auto in = [&](int k) { return k < 0 ? nullptr : static_cast<const float*>(a->in[k]); };
+  return {in(0), in(1), in(2), in(3), in(g.in_h0), in(g.in_c0), in(g.in_p)};
+}
+
+RnnOutputs rnn_outputs(const RnnGeom& g, const KernelArgs* a) {
+  return {static_cast<float*>(a->out[0]), static_cast<float*>(a->out[1]),
+          g.kind == RnnKind::LSTM ? static_cast<float*>(a->out[2]) : nullptr};
+}
+
 int64_t rnn_length(const RnnGeom& g, const KernelArgs* a, int64_t b) {
   if (g.in_lens < 0) return g.t;
   const int32_t len = static_cast<const int32_t*>(a->in[g.in_lens])[b];
@@ -213,11 +223,10 @@ void cell(const RnnGeom& g, const float* wt, const float* rt, const float* wb, c
 void rnn_ref(const KernelArgs* a) {
   const RnnGeom g = rnn_geom(a);
   const int64_t H = g.h, GH = g.gh();
-  const auto in = [&](int k) { return k < 0 ? nullptr : static_cast<const float*>(a->in[k]); };
-  const float *x = in(0), *w = in(1), *r = in(2), *bias = in(3), *h0 = in(g.in_h0), *c0 = in(g.in_c0), *p = in(g.in_p);
-  float* y = static_cast<float*>(a->out[0]);
-  float* yh = static_cast<float*>(a->out[1]);
-  float* yc = g.kind == RnnKind::LSTM ? static_cast<float*>(a->out[2]) : nullptr;
+  const RnnInputs in = rnn_inputs(g, a);
+  const float *x = in.x, *w = in.w, *r = in.r, *bias = in.b, *h0 = in.h0, *c0 = in.c0, *p = in.p;
+  const RnnOutputs out = rnn_outputs(g, a);
+  float *y = out.y, *yh = out.yh, *yc = out.yc;
   float* h = static_cast<float*>(a->scratch);
   float* c = h + H;
   float* tmp = c + H;

@@ -67,6 +67,18 @@ Result<std::shared_ptr<const JitKernel>> rnn_jit(const JitRequest& r, KernelCach
 int rnn_jit_parts(const JitRequest& r, int threads);
 size_t rnn_scratch(const Instruction& ins, const TensorType* in, const TensorType* out);
 
+// The inputs of a forward op (and the leading inputs of its *_BWD) as a kernel sees them: null for
+// the optional ones the immediates leave out.
+struct RnnInputs {
+  const float *x, *w, *r, *b, *h0, *c0, *p;
+};
+RnnInputs rnn_inputs(const RnnGeom& g, const KernelArgs* a);
+// A forward op's outputs: y, the last h, and the last c (null but for LSTM).
+struct RnnOutputs {
+  float *y, *yh, *yc;
+};
+RnnOutputs rnn_outputs(const RnnGeom& g, const KernelArgs* a);
+
 // Sequence b's length: lens[b] clamped to [0, T] (T without lens).
 int64_t rnn_length(const RnnGeom& g, const KernelArgs* a, int64_t b);
 

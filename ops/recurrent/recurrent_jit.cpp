@@ -595,11 +595,10 @@ void forward(const KernelArgs* a, const void* data) {
   const RnnKernel& k = *static_cast<const RnnKernel*>(data);
   const RnnGeom& g = k.g;
   const int64_t H = g.h, GH = g.gh();
-  const auto in = [&](int i) { return i < 0 ? nullptr : static_cast<const float*>(a->in[i]); };
-  const float *x = in(0), *w = in(1), *r = in(2), *bias = in(3), *h0 = in(g.in_h0), *c0 = in(g.in_c0), *p = in(g.in_p);
-  float* y = static_cast<float*>(a->out[0]);
-  float* yh = static_cast<float*>(a->out[1]);
-  float* yc = g.kind == RnnKind::LSTM ? static_cast<float*>(a->out[2]) : nullptr;
+  const RnnInputs in = rnn_inputs(g, a);
+  const float *x = in.x, *w = in.w, *r = in.r, *bias = in.b, *h0 = in.h0, *c0 = in.c0, *p = in.p;
+  const RnnOutputs out = rnn_outputs(g, a);
+  float *y = out.y, *yh = out.yh, *yc = out.yc;
   char* s = static_cast<char*>(a->scratch);
   float* xw = reinterpret_cast<float*>(s + k.lay.xw);
   float* fold = reinterpret_cast<float*>(s + k.lay.bias);

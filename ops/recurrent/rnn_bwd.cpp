@@ -356,7 +356,8 @@ void bwd_run(const KernelArgs* args, const BwdPlan& p, const KernelFn* jit, cons
   const BwdInputs bi = bwd_inputs(g);
   const int64_t T = g.t, N = g.n, I = g.i, H = g.h, GH = g.gh(), gw = p.gw, rows = p.rows, XH = p.xh;
   const auto in = [&](int k) { return k < 0 ? nullptr : static_cast<const float*>(args->in[k]); };
-  const float *x = in(0), *w = in(1), *r = in(2), *bias = in(3), *h0 = in(g.in_h0), *c0 = in(g.in_c0), *peep = in(g.in_p);
+  const RnnInputs fwd = rnn_inputs(g, args);
+  const float *x = fwd.x, *w = fwd.w, *r = fwd.r, *bias = fwd.b, *h0 = fwd.h0, *c0 = fwd.c0, *peep = fwd.p;
   const float *y = in(bi.y), *dy = in(bi.dy), *dlast_h = in(bi.dh), *dlast_c = in(bi.dc);
   const auto out = [&](int k) { return static_cast<float*>(args->out[k]); };
   float *dx = out(0), *dw = out(1), *dr = out(2), *db = out(3), *dh0 = out(4);
