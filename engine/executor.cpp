@@ -10,9 +10,19 @@
 #include "engine/denormals.h"
 #include "engine/init.h"
 #include "engine/passes/pass.h"
+#include "engine/rebatch.h"
 #include "jit/stream.h"
 
 namespace nnasm {
+
+Result<std::unique_ptr<Executor>> Executor::prepare(const Program& program, const PrepareOptions& options) {
+  if (options.batch == 0) return prepare(program);
+  Result<std::unique_ptr<Program>> copy = with_batch(program, options.batch);
+  if (!copy) return copy.status();
+  Result<std::unique_ptr<Executor>> ex = prepare(**copy);
+  if (ex) (*ex)->rebatched_ = std::move(*copy);
+  return ex;
+}
 
 Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
   NNASM_TRY(original.finish());

@@ -18,6 +18,13 @@
 
 namespace nnasm {
 
+// How prepare(program, options) changes the program before it prepares it.
+struct PrepareOptions {
+  // The batch to run at (engine/rebatch.h: every input's leading dimension); 0 keeps the
+  // program's own.
+  int64_t batch = 0;
+};
+
 class Executor {
  public:
   // Requires: `program` is finished (every tensor defined) and outlives the executor, as does its
@@ -33,6 +40,11 @@ class Executor {
   // storage of its own in the context. At opt_level() 0 nothing is planned: every tensor owns
   // its storage in the context. Errors also when the program's tensor map is not a Context.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program);
+  // prepare(program) of the program changed as `options` say: at another batch, a copy made by
+  // with_batch (engine/rebatch.h), which the executor owns and program() returns (params,
+  // constants and state shared with `program`; its inputs and outputs are the copy's, found by
+  // name). Errors also those of with_batch, which say why a program cannot change its batch.
+  static Result<std::unique_ptr<Executor>> prepare(const Program& program, const PrepareOptions& options);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -194,6 +206,7 @@ class Executor {
 
   const Program* program_;
   Context* ctx_;
+  std::unique_ptr<Program> rebatched_;  // prepare(program, options)'s copy at another batch
   std::unique_ptr<Program> optimized_;  // the copy program_ points to, when optimized
   RunState state_;
   // Program::check_state_writable of program(), checked at prepare: set_training(true) needs it.

@@ -64,6 +64,17 @@ Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
 
 void Program::mark_output(TensorId id) { desc(id).is_output = true; }
 
+Status Program::adopt(TensorId id) {
+  const TensorDesc* d = map_->find_desc(id);
+  if (!d) return Status::error("adopt: no such tensor in this program's map");
+  if (d->sigil() != '@') return Status::errorf("adopt: %{} is not a param, const or state", d->name);
+  if (by_name_.count(d->name)) return Status::errorf("redefinition of tensor '{}'", d->name);
+  order_.push_back(id);
+  by_name_[d->name] = id;
+  defined_.insert(id);
+  return Status::ok();
+}
+
 TensorId Program::find(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? NO_TENSOR : it->second;

@@ -32,6 +32,11 @@ class Program {
   Result<TensorId> declare(TensorDesc desc, bool type_known = true);
   // Marks a tensor as a program output.
   void mark_output(TensorId id);
+  // Lists `id`, a param, const or state already in this program's map (another program's), among
+  // this program's declarations under its name: two programs of one context then share its
+  // values (a rebatched copy's weights, engine/rebatch.h). Errors: no such tensor, not a param,
+  // const or state, or its name taken here.
+  Status adopt(TensorId id);
 
   // Validates `ins` (operand counts, immediates, operands defined, outputs defined once — or, for
   // an in-place op, outputs among its inputs —, section order, shape inference), sets the types
@@ -89,6 +94,8 @@ class Program {
   void cache_grad(TensorId y, TensorId x, TensorId g) { grads_[{y, x}] = g; }
   // Every gradient autodiff has handed out: results a caller may read after a run.
   std::vector<TensorId> cached_grads() const;
+  // The whole memo: (y, x) → the gradient of y with respect to x.
+  const std::map<std::pair<TensorId, TensorId>, TensorId>& grad_cache() const { return grads_; }
 
   // A name not used yet: prefix followed by the smallest free number ("t0", "t1", ...).
   std::string fresh_name(const std::string& prefix);

@@ -1,0 +1,203 @@
+// with_batch and prepare(program, {.batch = N}): programs recorded at batch 64 run at other
+// batches row for row, and programs whose batch cannot change say why.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "engine/optimizer.h"
+#include "engine/rebatch.h"
+#include "shell/shell.h"
+
+namespace nnasm {
+namespace {
+
+constexpr int64_t B = 64;
+
+void record_mlp(Graph& g) {
+  Var x = g.input("x", {B, 20});
+  Var h = linear(x, 32, {.name = "l1", .act = Activation::RELU});
+  g.output(softmax(linear(h, 10, {.name = "l2"})), "y");
+}
+
+// conv → pool → flatten reshape → linear → softmax; `lead` is the reshape's leading entry.
+void record_cnn(Graph& g, int64_t lead) {
+  Var x = g.input("x", {B, 3, 8, 8});
+  Var c = conv2d(x, 4, {3, 3}, {.name = "c", .pad = {1, 1}, .act = Activation::RELU});
+  Var f = reshape(max_pool2d(c, {2, 2}), {lead, 64});
+  g.output(softmax(linear(f, 10, {.name = "fc"})), "y");
+}
+
+// Runs `p` at batch 64 on random rows, then at each batch n on rows [r, r + n), and expects
+// every row of y to be the batch-64 program's row: bit for bit with the reference kernels, which
+// sum along K in one order for any number of rows; within a few ulp with generated ones, whose
+// GEMM picks its kernel shape and K blocking by the number of rows.
+void expect_rows_match(Program& p) {
+  ASSERT_TRUE(p.finish()) << p.finish().message();
+  auto full = Executor::prepare(p);
+  ASSERT_TRUE(full) << full.status().message();
+  Tensor* x = (*full)->tensor("x");
+  const int64_t row = x->desc.type.shape.numel() / B, out_row = (*full)->tensor("y")->numel() / B;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < x->numel(); ++i) x->f32()[i] = u(rng);
+  (*full)->run();
+  const float* want = (*full)->tensor("y")->f32();
+  for (int64_t n : {1, 3, 7}) {
+    auto ex = Executor::prepare(p, PrepareOptions{.batch = n});
+    ASSERT_TRUE(ex) << ex.status().message();
+    EXPECT_EQ((*ex)->tensor("x")->desc.type.shape[0], n);
+    ASSERT_EQ((*ex)->tensor("y")->numel(), n * out_row);
+    const int64_t r = 5;
+    std::memcpy((*ex)->tensor("x")->f32(), x->f32() + r * row, n * row * sizeof(float));
+    (*ex)->run();
+    const bool exact = !Context::of(p)->jit().enabled || Context::of(p)->jit().isa() == Isa::REF;
+    for (int64_t i = 0; i < n * out_row; ++i) {
+      const float got = (*ex)->tensor("y")->f32()[i], w = want[r * out_row + i];
+      if (exact) ASSERT_EQ(got, w) << "batch " << n << " element " << i;
+      else ASSERT_NEAR(got, w, 1e-6f * (1 + std::fabs(w))) << "batch " << n << " element " << i;
+    }
+  }
+}
+
+TEST(Rebatch, MlpRowsMatchTheRecordedBatch) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  record_mlp(g);
+  expect_rows_match(p);
+}
+
+TEST(Rebatch, CnnWithFlattenReshapeRowsMatch) {
+  for (int64_t lead : {B, int64_t(-1)}) {
+    Context ctx;
+    Program p(ctx);
+    Graph g(p);
+    record_cnn(g, lead);
+    expect_rows_match(p);
+  }
+}
+
+TEST(Rebatch, SharesWeightsAndLeavesTheOriginalAlone) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  record_mlp(g);
+  auto q = with_batch(p, 3);
+  ASSERT_TRUE(q) << q.status().message();
+  EXPECT_EQ((*q)->find("l1.w"), p.find("l1.w"));
+  EXPECT_NE((*q)->find("x"), p.find("x"));
+  EXPECT_EQ(p.desc(p.find("x")).type.shape[0], B);
+  EXPECT_EQ((*q)->desc((*q)->find("y")).type.shape, Shape({3, 10}));
+  EXPECT_EQ(*program_batch(**q), 3);
+}
+
+TEST(Rebatch, ReshapeMixingTheBatchIsRefusedWithItsName) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {B, 20});
+  g.output(reshape(x, {32, 40}), "y");
+  auto q = with_batch(p, 3);
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("RESHAPE %"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("mixes the batch"), std::string::npos) << q.status().message();
+}
+
+TEST(Rebatch, InputsWithoutACommonBatchAreRefused) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var a = g.input("a", {B, 4}), b = g.input("b", {4});
+  g.output(a + b, "y");
+  auto q = with_batch(p, 3);
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("%b"), std::string::npos) << q.status().message();
+
+  Context ctx2;
+  Program p2(ctx2);
+  Graph g2(p2);
+  Var s = g2.input("s", {});
+  g2.output(s * 2.f, "y");
+  auto q2 = Executor::prepare(p2, PrepareOptions{.batch = 2});
+  ASSERT_FALSE(q2);
+  EXPECT_NE(q2.status().message().find("%s is a scalar"), std::string::npos) << q2.status().message();
+}
+
+TEST(Rebatch, ShapeMismatchWithAParamNamesTheInstruction) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {B, 4});
+  Var bias = g.param("bias", {B, 4});
+  g.output(x + bias, "y");
+  auto q = with_batch(p, 3);
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("ADD %"), std::string::npos) << q.status().message();
+}
+
+TEST(Rebatch, BatchOutOfRangeIsRefused) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  record_mlp(g);
+  for (int64_t n : {int64_t(0), int64_t(-3), int64_t(1) << 40}) {
+    auto q = with_batch(p, n);
+    EXPECT_FALSE(q) << n;
+  }
+  EXPECT_FALSE(Executor::prepare(p, PrepareOptions{.batch = -1}));
+  auto big = Executor::prepare(p, PrepareOptions{.batch = int64_t(1) << 30});
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.status().message().find("tensor 'x'"), std::string::npos) << big.status().message();
+}
+
+// MSE's gradient scales by 2/size; the rebatched program's gradients equal those of the same
+// model recorded at the new batch.
+TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
+  auto record = [](Program& p, int64_t b) {
+    Graph g(p);
+    Var x = g.input("x", {b, 6}), t = g.input("t", {b, 3});
+    Var y = linear(x, 3, {.name = "l"});
+    Var loss = mse(y, t);
+    g.output(loss, "loss");
+    return make_trainable(p, loss.id(), sgd(0.1));
+  };
+  Context c64, c7;
+  Program p64(c64), p7(c7);
+  ASSERT_TRUE(record(p64, B));
+  ASSERT_TRUE(record(p7, 7));
+  auto a = Executor::prepare(p64, PrepareOptions{.batch = 7});
+  ASSERT_TRUE(a) << a.status().message();
+  auto b = Executor::prepare(p7);
+  ASSERT_TRUE(b) << b.status().message();
+  for (const char* name : {"x", "t", "l.w", "l.b"}) {
+    Tensor* from = (*a)->tensor(name);
+    Tensor* to = (*b)->tensor(name);
+    ASSERT_EQ(from->numel(), to->numel()) << name;
+    for (int64_t i = 0; i < from->numel(); ++i) from->f32()[i] = to->f32()[i] = 0.01f * float((i * 37) % 23) - 0.1f;
+  }
+  (*a)->train_step();
+  (*b)->train_step();
+  for (const char* name : {"loss", "l.w", "l.b"})
+    for (int64_t i = 0; i < (*a)->tensor(name)->numel(); ++i)
+      EXPECT_FLOAT_EQ((*a)->tensor(name)->f32()[i], (*b)->tensor(name)->f32()[i]) << name << " " << i;
+}
+
+TEST(Rebatch, MeanOverTheBatchInABackwardSectionIsRefused) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {B, 6});
+  Var loss = reduce_mean(reduce_sum(square(linear(x, 3, {.name = "l"})), 1), 0);
+  g.output(loss, "loss");
+  ASSERT_TRUE(make_trainable(p, loss.id(), sgd(0.1)));
+  auto q = with_batch(p, 7);
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("SCALE %"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("mean over the batch"), std::string::npos) << q.status().message();
+}
+
+}  // namespace
+}  // namespace nnasm
