@@ -82,7 +82,22 @@ struct nnasm_instance {
   std::unique_ptr<nnasm::Executor> ex;
   std::vector<void*> in_data, out_data;  // by the model's input and output index
   bool outputs_ready = false;  // a run has finished and no run_steps run is under way
+  // After nnasm_instance_set_batch: ex is prepared from a copy at that batch, whose inputs and
+  // outputs these describe.
+  bool rebatched = false;
+  std::vector<Io> inputs, outputs;
 };
+
+namespace {
+// The inputs and outputs an instance runs with.
+struct IoView {
+  const std::vector<Io>& inputs;
+  const std::vector<Io>& outputs;
+};
+IoView io_of(const nnasm_instance* in) {
+  return in->rebatched ? IoView{in->inputs, in->outputs} : IoView{in->model->inputs, in->model->outputs};
+}
+}  // namespace
 
 namespace {
 
@@ -156,7 +171,7 @@ nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_m
   m->program.set_training(false);
   nnasm::Result<std::unique_ptr<nnasm::Executor>> ex = nnasm::Executor::prepare(m->program);
   if (!ex) {
-    const std::string& msg = ex.status().message();
+    const std::string msg = ex.status().message();
     return fail(msg.find("cannot allocate") != std::string::npos ? NNASM_ERR_OUT_OF_MEMORY : NNASM_ERR_BAD_MODEL,
                 what + ": " + msg);
   }
@@ -190,7 +205,7 @@ nnasm_status info_at(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, si
 // are also accepted by tensor_data).
 nnasm_status lookup(nnasm_instance* in, const char* name, bool inputs, bool outputs, void** data, size_t* bytes) {
   if (!in || !name) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or name is NULL");
-  const nnasm_model& m = *in->model;
+  const IoView m = io_of(in);
   if (inputs) {
     const int i = find(m.inputs, name);
     if (i >= 0) {
@@ -351,7 +366,7 @@ nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, vo
 nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buffer, size_t bytes) {
   return guarded([&] {
     if (!in || !name) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or name is NULL");
-    const nnasm_model& m = *in->model;
+    const IoView m = io_of(in);
     const int i = find(m.inputs, name), o = i < 0 ? find(m.outputs, name) : -1;
     if (i < 0 && o < 0) {
       void* unused = nullptr;
@@ -386,6 +401,47 @@ nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instruction
   if (!in || !done) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or done is NULL");
   *done = in->ex->run_steps(max_instructions) ? 1 : 0;
   in->outputs_ready = *done != 0;  // until then the outputs are part old, part new
+  return NNASM_OK;
+}
+
+nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch) {
+  return guarded([&] {
+    if (!in) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance is NULL");
+    if (batch < 1) return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("batch {} is not a size: give at least 1", batch));
+    nnasm::Result<std::unique_ptr<nnasm::Executor>> ex =
+        nnasm::Executor::prepare(in->model->program, nnasm::PrepareOptions{.batch = batch});
+    if (!ex) {
+      const std::string msg = ex.status().message();
+      return fail(msg.find("cannot allocate") != std::string::npos ? NNASM_ERR_OUT_OF_MEMORY : NNASM_ERR_INVALID_ARGUMENT, msg);
+    }
+    (*ex)->set_training(false);
+    const nnasm::Program& run = (*ex)->program();
+    in->inputs = describe(run, run.inputs());
+    in->outputs = describe(run, run.outputs());
+    in->ex = std::move(ex.value());
+    in->rebatched = true;
+    in->in_data.clear();
+    in->out_data.clear();
+    for (const Io& io : in->inputs) in->in_data.push_back(in->ex->data(io.id));
+    for (const Io& io : in->outputs) in->out_data.push_back(in->ex->data(io.id));
+    in->outputs_ready = false;
+    return NNASM_OK;
+  });
+}
+
+nnasm_status nnasm_instance_input_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info) {
+  if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
+  const std::vector<Io>& v = io_of(in).inputs;
+  if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("input {}: the model has {}", index, v.size()));
+  *info = v[index].info;
+  return NNASM_OK;
+}
+
+nnasm_status nnasm_instance_output_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info) {
+  if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
+  const std::vector<Io>& v = io_of(in).outputs;
+  if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("output {}: the model has {}", index, v.size()));
+  *info = v[index].info;
   return NNASM_OK;
 }
 

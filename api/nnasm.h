@@ -147,6 +147,20 @@ nnasm_status nnasm_instance_reset_state(nnasm_instance* in);
  * and returns; *done becomes 1 when the run finished, else 0. Spreads a big model over frames. */
 nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instructions, int* done);
 
+/* Prepares this instance again at batch `batch`: every input's leading dimension becomes `batch`
+ * and the shapes that follow from it are inferred again (kernels generated for them). The model
+ * and its other instances are unchanged; the weights stay shared. From then on this instance's
+ * inputs and outputs have the new sizes (nnasm_instance_input_info/_output_info; the model's
+ * infos keep the model's batch); earlier bindings, outputs and carried state are dropped. A
+ * program whose batch cannot change (inputs without a common leading dimension, a reshape that
+ * mixes the batch into other dimensions, ...) is NNASM_ERR_INVALID_ARGUMENT with the reason in
+ * nnasm_last_error(), the instance unchanged; so is batch < 1. Allocates; writes the model's
+ * shared tensor map, so no other thread may use the model or its instances meanwhile. */
+nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch);
+/* This instance's inputs and outputs: the model's, or their sizes at the instance's batch. */
+nnasm_status nnasm_instance_input_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info);
+nnasm_status nnasm_instance_output_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info);
+
 #ifdef __cplusplus
 }
 #endif
