@@ -60,6 +60,23 @@ TEST_F(CliTest, ImportThenRunOnNpy) {
   expect_output(path("y.npy"));
 }
 
+// --batch writes the model at another batch: a batch-1 model runs the first row alone.
+TEST_F(CliTest, ImportWritesTheModelAtAnotherBatch) {
+  const std::string model = put("model.onnx", small_model());
+  ToolResult r = tool({"import", model, "--batch", "1", "-o", path("one.nnm"), "--listing", path("one.nnasm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(path("one.nnasm")).find(": f32[1,3]"), std::string::npos) << slurp(path("one.nnasm"));
+  const std::string x = put_npy("x1.npy", TensorType{DType::F32, Shape{1, 3}}, kX);
+  r = tool({"run", path("one.nnm"), "--in", "input.1=" + x, "--out", "_out_Tanh_output_0=" + path("y1.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray y;
+  ASSERT_TRUE(npy_read(path("y1.npy"), &y).is_ok());
+  EXPECT_EQ(y.type.str(), "f32[1,2]");
+  const std::vector<float> want = expected();
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(y.f32[i], want[i], 1e-6f) << i;
+  EXPECT_EQ(tool({"import", model, "--batch", "0", "-o", path("zero.nnm")}).code, 1);
+}
+
 // PyTorch users save token ids as int64 and masks as bool: `nnasm run` reads both for an imported
 // model's INT64 input (i32, each id checked) and BOOL input (f32 0 and 1).
 TEST_F(CliTest, RunReadsInt64AndBoolNpyInputs) {
@@ -184,7 +201,7 @@ TEST_F(CliTest, ImportFlowThenRun) {
   }
   // ONNX's option is refused for a .flow file, and the .flow options for an ONNX model.
   EXPECT_EQ(tool({"import", model, "--shape", "input=2,4"}).code, 1);
-  EXPECT_EQ(tool({"import", put("model.onnx", small_model()), "--batch", "2"}).code, 1);
+  EXPECT_EQ(tool({"import", put("model.onnx", small_model()), "--function", "f"}).code, 1);
 }
 
 }  // namespace

@@ -400,5 +400,41 @@ TEST_F(CliTest, BadUsageExits1) {
   EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, RunAndBenchAtAnotherBatch) {
+  const std::string f = put("relu.nnasm", kRelu);
+  const float x[9] = {-1, 2, -3, 4, 0.5f, -0.25f, 7, -8, 9};
+  put_npy("x.npy", TensorType{DType::F32, Shape{3, 3}}, x);
+  ToolResult r = tool({"run", f, "--batch", "3", "--in", "x=" + path("x.npy"), "--out", "y=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  NpyArray y;
+  ASSERT_TRUE(npy_read(path("y.npy"), &y).is_ok());
+  EXPECT_EQ(y.type.str(), "f32[3,3]");
+  EXPECT_EQ(y.f32, (std::vector<float>{0, 2, 0, 4, 0.5f, 0, 7, 0, 9}));
+  // The inputs are checked against the program at the new batch.
+  r = tool({"run", f, "--in", "x=" + path("x.npy")});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("f32[2,3]"), std::string::npos) << r.err;
+
+  r = tool({"bench", f, "--batch", "5", "--runs", "10", "--threads", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("batch 5 (%x f32[5,3])"), std::string::npos) << r.out;
+  EXPECT_EQ(tool({"bench", f, "--batch", "0", "--runs", "10"}).code, 1);
+  EXPECT_EQ(tool({"run", f, "--batch", "-2"}).code, 1);
+}
+
+TEST_F(CliTest, BatchThatCannotChangeSaysWhereAndWhy) {
+  const std::string f = put("mix.nnasm",
+                            "input  %x : f32[4,6]\n"
+                            "output %y\n"
+                            "forward:\n"
+                            "  RESHAPE %x -> %y  shape=[2,12]\n");
+  ToolResult r = tool({"run", f, "--batch", "3"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--batch 3: " + f + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(f + ":4:3: RESHAPE %y to [2,12]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mixes the batch"), std::string::npos) << r.err;
+  EXPECT_EQ(tool({"bench", f, "--batch", "3", "--runs", "10"}).code, 1);
+}
+
 }  // namespace
 }  // namespace nnasm

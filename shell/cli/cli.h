@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ void note_verbose(fmt::format_string<A...> f, A&&... a) {
 // checked. `meta` (may be null) describes a model file; `is_model` (may be null) says which it was.
 // With --quiet the context's log is silenced.
 Status load_program(const std::string& path, Program* p, ModelMeta* meta = nullptr, bool* is_model = nullptr);
+// --batch N: with N > 0, *out becomes a copy of `p` at batch N (engine/rebatch.h), else null. The
+// message says why the batch cannot change, naming FILE.
+Status at_batch(const Program& p, int64_t batch, const std::string& file, std::unique_ptr<Program>* out);
 
 // "NAME=PATH": a command-line binding of a tensor to a file. `sigils` may prefix NAME.
 struct Binding {
@@ -70,6 +74,7 @@ struct RunOptions {
   bool kernels = false;  // print the listing with the kernel each instruction got
   int opt_level = -1;    // -O0 / -O1; -1: the context's default (NNASM_OPT, else 1)
   bool train = false;    // run in training mode; else inference, whatever the listing's `mode` says
+  int64_t batch = 0;     // > 0: run at this batch (every input's leading dimension); 0: the file's
 };
 
 struct OptOptions {
@@ -136,6 +141,7 @@ struct BenchOptions {
   int threads = 0;               // 0: the context's default (NNASM_THREADS, else the cores)
   bool train = false;            // time whole training steps instead of forward runs
   bool profile = false;          // then time each instruction and print the listing with the times
+  int64_t batch = 0;             // > 0: run at this batch (every input's leading dimension)
 };
 // `nnasm bench FILE`: the forward run's latency (p50, p99, mean, min over single runs) at the
 // program's own batch size and the throughput in samples per second (batch = the first input's
@@ -151,7 +157,10 @@ struct ImportOptions {
   std::vector<std::string> shapes;  // NAME=D0,D1,...: a graph input's shape (symbolic dimensions)
   // Myelin .flow files only:
   std::string function;              // the function to import; empty: the first
-  int64_t batch = 1;                 // the size of batch dimensions (-1 in the file)
+  // The batch the model is written at: an ONNX graph imported as it is, then rebatched
+  // (engine/rebatch.h); a .flow file's batch dimensions (-1 in the file). 0: as the file says
+  // (a .flow file's: 1).
+  int64_t batch = 0;
   bool weights_as_params = false;    // every float32 variable with data a param (files before v5)
 };
 // `nnasm import FILE [-o OUT.nnm] [--listing OUT.nnasm] [--shape NAME=D0,D1,...]...`: imports a

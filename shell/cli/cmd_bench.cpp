@@ -88,8 +88,11 @@ Status cmd_bench(const BenchOptions& o) {
   if (!(o.seconds > 0 && o.seconds <= 3600)) return Status::errorf("nnasm: error: --seconds {}: expected 0 < S <= 3600", o.seconds);
   if (o.runs < 0) return Status::errorf("nnasm: error: --runs {}: expected N >= 1", o.runs);
   Context ctx;
-  Program prog(ctx);
-  NNASM_TRY(load_program(o.file, &prog));
+  Program loaded(ctx);
+  NNASM_TRY(load_program(o.file, &loaded));
+  std::unique_ptr<Program> rebatched;
+  NNASM_TRY(at_batch(loaded, o.batch, o.file, &rebatched));
+  Program& prog = rebatched ? *rebatched : loaded;
   if (o.train && !prog.has_section(Section::UPDATE))
     return Status::errorf("nnasm: error: --train: {} has no update section (not a training program)", o.file);
   std::map<TensorId, NpyArray> data;

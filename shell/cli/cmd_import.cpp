@@ -82,7 +82,7 @@ Status import_flow(const ImportOptions& o, const std::string& bytes, Program* p)
   if (!o.shapes.empty()) return Status::errorf("nnasm: error: --shape is for ONNX models; a .flow file takes --batch");
   FlowImportOptions opt;
   opt.function = o.function;
-  opt.batch = o.batch;
+  opt.batch = o.batch > 0 ? o.batch : 1;
   opt.weights_as_params = o.weights_as_params;
   ImportReport report;
   const Status s = flow_import_bytes(bytes, o.file, p, &report, opt);
@@ -97,14 +97,18 @@ Status cmd_import(const ImportOptions& o) {
   Context ctx;
   Program p(ctx);
   const bool flow = bytes.compare(0, 4, "flow") == 0;
-  if (!flow && (!o.function.empty() || o.batch != 1 || o.weights_as_params))
-    return Status::errorf("nnasm: error: --function, --batch and --weights-as-params are for .flow files");
+  if (!flow && (!o.function.empty() || o.weights_as_params))
+    return Status::errorf("nnasm: error: --function and --weights-as-params are for .flow files");
   NNASM_TRY(flow ? import_flow(o, bytes, &p) : import_onnx(o, bytes, &p));
-  if (!o.out.empty()) NNASM_TRY(model_save(p, o.out));
+  std::unique_ptr<Program> rebatched;
+  if (!flow) NNASM_TRY(at_batch(p, o.batch, o.file, &rebatched));
+  if (rebatched) note("written at batch {}", o.batch);
+  Program& out = rebatched ? *rebatched : p;
+  if (!o.out.empty()) NNASM_TRY(model_save(out, o.out));
   if (!o.listing.empty()) {
     // With a model file the listing names the weights it holds (edit, then `nnasm build LISTING
     // --weights OUT.nnm`); alone, it carries them.
-    const std::string text = o.out.empty() ? listing_with_values(p) : program_print(p);
+    const std::string text = o.out.empty() ? listing_with_values(out) : program_print(out);
     NNASM_TRY(write_file_atomic(o.listing, text));
   }
   if (o.out.empty() && o.listing.empty()) note("nothing written (give -o OUT.nnm and/or --listing OUT.nnasm)");

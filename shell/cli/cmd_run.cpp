@@ -31,8 +31,11 @@ Status cmd_run(const RunOptions& o) {
   for (size_t i = 0; i < o.outs.size(); ++i) NNASM_TRY(parse_binding(o.outs[i], "--out", "%@", &outs[i]));
 
   Context ctx;
-  Program prog(ctx);
-  NNASM_TRY(load_program(o.file, &prog));
+  Program loaded(ctx);
+  NNASM_TRY(load_program(o.file, &loaded));
+  std::unique_ptr<Program> rebatched;
+  NNASM_TRY(at_batch(loaded, o.batch, o.file, &rebatched));
+  Program& prog = rebatched ? *rebatched : loaded;
   std::map<TensorId, NpyArray> data;
   NNASM_TRY(read_inputs(prog, o.file, o.ins, true, &data));
 

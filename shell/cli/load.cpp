@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/rebatch.h"
 #include "serialize/listing.h"
 #include "serialize/model_frame.h"
 #include "serialize/model_source.h"
@@ -108,6 +109,15 @@ void copy_inputs(Context& ctx, const std::map<TensorId, NpyArray>& data) {
     const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();
     std::memcpy(t.storage(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
   }
+}
+
+Status at_batch(const Program& p, int64_t batch, const std::string& file, std::unique_ptr<Program>* out) {
+  out->reset();
+  if (batch == 0) return Status::ok();
+  Result<std::unique_ptr<Program>> copy = with_batch(p, batch);
+  if (!copy) return Status::errorf("nnasm: error: --batch {}: {}: {}", batch, file, copy.status().message());
+  *out = std::move(*copy);
+  return Status::ok();
 }
 
 }  // namespace nnasm

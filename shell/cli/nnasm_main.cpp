@@ -87,6 +87,9 @@ int tool_main(int argc, char** argv) {
                           ->type_name("N")
                           ->check(seed_check);
 
+  run_cmd->add_option("--batch", run.batch, "Run at batch N: every input's leading dimension becomes N")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
   run_cmd->add_option("-O", run.opt_level, "Optimizer level: -O0 runs the listing as written, -O1 (default) optimizes")
       ->type_name("LEVEL")
       ->check(CLI::Range(0, 1));
@@ -139,6 +142,9 @@ int tool_main(int argc, char** argv) {
   bench_cmd->add_option("--threads", bench.threads, "Threads (default: NNASM_THREADS, else the cores)")
       ->type_name("N")
       ->check(CLI::Range(1, 256));
+  bench_cmd->add_option("--batch", bench.batch, "Run at batch N: every input's leading dimension becomes N")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
   bench_cmd->add_flag("--profile", bench.profile,
                       "Then time each instruction on its own: the listing with kernel, time per run and each "
@@ -155,7 +161,10 @@ int tool_main(int argc, char** argv) {
   import_cmd->add_option("--shape", imp.shapes, "Shape of a graph input with symbolic dimensions (repeat for each)")
       ->type_name("NAME=D0,D1,...");
   import_cmd->add_option("--function", imp.function, ".flow: the function to import (default: the first)");
-  import_cmd->add_option("--batch", imp.batch, ".flow: the size of batch dimensions (-1 in the file)")
+  import_cmd->add_option("--batch", imp.batch,
+                         "Write the model at batch N (ONNX: every input's leading dimension; .flow: the size of "
+                         "batch dimensions, -1 in the file)")
+      ->type_name("N")
       ->check(CLI::PositiveNumber);
   import_cmd->add_flag("--weights-as-params", imp.weights_as_params,
                        ".flow: every float32 variable with data a param (files older than version 5 mark none learnable)");
