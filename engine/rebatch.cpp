@@ -59,8 +59,8 @@ Status rewrite(const Program& p, const Program& np, const Instruction& old, size
       const bool keeps = !s.empty() && (s[0] == b || s[0] == -1) &&
                          (free_rest ? rest > 0 && want % rest == 0 && s[0] != -1 : rest == want);
       if (!keeps)
-        return Status::errorf("{}: it mixes the batch of {} into other dimensions (only a reshape to [{}, ...] "
-                              "keeping the rest of each row can be rebatched)",
+        return Status::errorf("{}: it mixes the batch of {} into other dimensions or moves it off dimension 0 (only "
+                              "a reshape to [{}, ...] keeping the rest of each row can be rebatched)",
                               what, was.str(), b);
       if (s[0] == b) s[0] = n;
       return Status::ok();

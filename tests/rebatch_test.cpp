@@ -80,6 +80,32 @@ TEST(Rebatch, CnnWithFlattenReshapeRowsMatch) {
   }
 }
 
+// A recurrent layer's batch is N: with batch_first its input [N, T, I] leads with it.
+TEST(Rebatch, BatchFirstLstmRowsMatch) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {B, 5, 4});
+  g.output(lstm(x, 8, {.name = "r", .batch_first = true}).y, "y");
+  expect_rows_match(p);
+}
+
+// Stepped one frame per run, the layer sees x [N, I] as [1, N, I] and keeps its h as state
+// [1, N, H]: N is fixed, and the reshape that moves it off dimension 0 is named.
+TEST(Rebatch, SteppedRecurrentStateCannotChangeItsBatch) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {B, 4});
+  g.output(gru(x, 8, {.name = "r", .step = true}).y, "y");
+  ASSERT_TRUE(p.finish()) << p.finish().message();
+  auto q = with_batch(p, 3);
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("cannot change the batch from 64 to 3"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("rebatch_test.cpp:"), std::string::npos) << q.status().message();
+  EXPECT_NE(q.status().message().find("RESHAPE %t0 to [1,64,4]"), std::string::npos) << q.status().message();
+}
+
 TEST(Rebatch, SharesWeightsAndLeavesTheOriginalAlone) {
   Context ctx;
   Program p(ctx);
@@ -178,6 +204,35 @@ TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
     ASSERT_EQ(from->numel(), to->numel()) << name;
     for (int64_t i = 0; i < from->numel(); ++i) from->f32()[i] = to->f32()[i] = 0.01f * float((i * 37) % 23) - 0.1f;
   }
+  (*a)->train_step();
+  (*b)->train_step();
+  for (const char* name : {"loss", "l.w", "l.b"})
+    for (int64_t i = 0; i < (*a)->tensor(name)->numel(); ++i)
+      EXPECT_FLOAT_EQ((*a)->tensor(name)->f32()[i], (*b)->tensor(name)->f32()[i]) << name << " " << i;
+}
+
+// Softmax cross-entropy divides by the rows it sees: labels [B] follow the batch, nothing is
+// rescaled, and a training step at batch 7 is the step of the model recorded at 7.
+TEST(Rebatch, CrossEntropyTrainingStepMatchesTheModelRecordedAtTheBatch) {
+  auto record = [](Program& p, int64_t b) {
+    Graph g(p);
+    Var x = g.input("x", {b, 6}), t = g.input("t", {b}, DType::I32);
+    Var loss = softmax_ce(linear(x, 3, {.name = "l"}), t);
+    g.output(loss, "loss");
+    return make_trainable(p, loss.id(), sgd(0.1));
+  };
+  Context c64, c7;
+  Program p64(c64), p7(c7);
+  ASSERT_TRUE(record(p64, B));
+  ASSERT_TRUE(record(p7, 7));
+  auto a = Executor::prepare(p64, PrepareOptions{.batch = 7});
+  ASSERT_TRUE(a) << a.status().message();
+  auto b = Executor::prepare(p7);
+  ASSERT_TRUE(b) << b.status().message();
+  for (const char* name : {"x", "l.w", "l.b"})
+    for (int64_t i = 0; i < (*b)->tensor(name)->numel(); ++i)
+      (*a)->tensor(name)->f32()[i] = (*b)->tensor(name)->f32()[i] = 0.02f * float((i * 29) % 17) - 0.15f;
+  for (int64_t i = 0; i < 7; ++i) (*a)->tensor("t")->i32()[i] = (*b)->tensor("t")->i32()[i] = int32_t(i % 3);
   (*a)->train_step();
   (*b)->train_step();
   for (const char* name : {"loss", "l.w", "l.b"})
