@@ -179,14 +179,14 @@ TEST(Rebatch, BatchOutOfRangeIsRefused) {
   EXPECT_NE(big.status().message().find("tensor 'x'"), std::string::npos) << big.status().message();
 }
 
-// MSE's gradient scales by 2/size; the rebatched program's gradients equal those of the same
-// model recorded at the new batch.
-TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
-  auto record = [](Program& p, int64_t b) {
+// Records a training program at batch 64 (rebatched to 7) and at batch 7, gives both the same
+// weights and inputs (i32 labels as class ids), runs one training step on each and expects the
+// same loss and updated weights: the rebatched gradients are the recorded model's.
+using Recorder = Var (*)(Graph& g, Var y, int64_t b);
+void expect_step_of_the_model_recorded_at_7(Recorder loss_of) {
+  auto record = [&](Program& p, int64_t b) {
     Graph g(p);
-    Var x = g.input("x", {b, 6}), t = g.input("t", {b, 3});
-    Var y = linear(x, 3, {.name = "l"});
-    Var loss = mse(y, t);
+    Var loss = loss_of(g, linear(g.input("x", {b, 6}), 3, {.name = "l"}), b);
     g.output(loss, "loss");
     return make_trainable(p, loss.id(), sgd(0.1));
   };
@@ -202,7 +202,10 @@ TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
     Tensor* from = (*a)->tensor(name);
     Tensor* to = (*b)->tensor(name);
     ASSERT_EQ(from->numel(), to->numel()) << name;
-    for (int64_t i = 0; i < from->numel(); ++i) from->f32()[i] = to->f32()[i] = 0.01f * float((i * 37) % 23) - 0.1f;
+    for (int64_t i = 0; i < from->numel(); ++i) {
+      if (to->desc.type.dtype == DType::I32) from->i32()[i] = to->i32()[i] = int32_t(i % 3);
+      else from->f32()[i] = to->f32()[i] = 0.01f * float((i * 37) % 23) - 0.1f;
+    }
   }
   (*a)->train_step();
   (*b)->train_step();
@@ -211,33 +214,16 @@ TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
       EXPECT_FLOAT_EQ((*a)->tensor(name)->f32()[i], (*b)->tensor(name)->f32()[i]) << name << " " << i;
 }
 
+// MSE's gradient scales by 2/size, which the copy rescales.
+TEST(Rebatch, TrainingProgramRescalesTheMeanOfItsLoss) {
+  expect_step_of_the_model_recorded_at_7([](Graph& g, Var y, int64_t b) { return mse(y, g.input("t", {b, 3})); });
+}
+
 // Softmax cross-entropy divides by the rows it sees: labels [B] follow the batch, nothing is
-// rescaled, and a training step at batch 7 is the step of the model recorded at 7.
+// rescaled.
 TEST(Rebatch, CrossEntropyTrainingStepMatchesTheModelRecordedAtTheBatch) {
-  auto record = [](Program& p, int64_t b) {
-    Graph g(p);
-    Var x = g.input("x", {b, 6}), t = g.input("t", {b}, DType::I32);
-    Var loss = softmax_ce(linear(x, 3, {.name = "l"}), t);
-    g.output(loss, "loss");
-    return make_trainable(p, loss.id(), sgd(0.1));
-  };
-  Context c64, c7;
-  Program p64(c64), p7(c7);
-  ASSERT_TRUE(record(p64, B));
-  ASSERT_TRUE(record(p7, 7));
-  auto a = Executor::prepare(p64, PrepareOptions{.batch = 7});
-  ASSERT_TRUE(a) << a.status().message();
-  auto b = Executor::prepare(p7);
-  ASSERT_TRUE(b) << b.status().message();
-  for (const char* name : {"x", "l.w", "l.b"})
-    for (int64_t i = 0; i < (*b)->tensor(name)->numel(); ++i)
-      (*a)->tensor(name)->f32()[i] = (*b)->tensor(name)->f32()[i] = 0.02f * float((i * 29) % 17) - 0.15f;
-  for (int64_t i = 0; i < 7; ++i) (*a)->tensor("t")->i32()[i] = (*b)->tensor("t")->i32()[i] = int32_t(i % 3);
-  (*a)->train_step();
-  (*b)->train_step();
-  for (const char* name : {"loss", "l.w", "l.b"})
-    for (int64_t i = 0; i < (*a)->tensor(name)->numel(); ++i)
-      EXPECT_FLOAT_EQ((*a)->tensor(name)->f32()[i], (*b)->tensor(name)->f32()[i]) << name << " " << i;
+  expect_step_of_the_model_recorded_at_7(
+      [](Graph& g, Var y, int64_t b) { return softmax_ce(y, g.input("t", {b}, DType::I32)); });
 }
 
 TEST(Rebatch, MeanOverTheBatchInABackwardSectionIsRefused) {
