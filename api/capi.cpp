@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -75,6 +76,9 @@ struct nnasm_model {
   std::unique_ptr<nnasm::Executor> templ;
   std::vector<Io> inputs, outputs;
   size_t instructions = 0;
+  // Held while the context's tensor map changes (an instance prepared at another batch, or its
+  // executor freed) or is read to make an instance; runs never touch the map.
+  std::mutex map_lock;
 };
 
 struct nnasm_instance {
@@ -328,7 +332,9 @@ nnasm_status nnasm_instance_create(nnasm_model* m, nnasm_instance** out) {
   return guarded([&] {
     if (!m || !out) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or out is NULL");
     *out = nullptr;
+    std::unique_lock<std::mutex> map_lock(m->map_lock);
     nnasm::Result<std::unique_ptr<nnasm::Executor>> ex = m->templ->instantiate();
+    map_lock.unlock();
     if (!ex) return fail(NNASM_ERR_OUT_OF_MEMORY, ex.status().message());
     auto in = std::make_unique<nnasm_instance>();
     in->ex = std::move(ex.value());
@@ -344,6 +350,10 @@ nnasm_status nnasm_instance_create(nnasm_model* m, nnasm_instance** out) {
 void nnasm_instance_free(nnasm_instance* in) {
   if (!in) return;
   nnasm_model* m = in->model;
+  if (in->rebatched) {
+    std::lock_guard<std::mutex> map_lock(m->map_lock);
+    in->ex.reset();  // its tensors leave the model's map
+  }
   delete in;  // destructors free memory and never throw
   release(m);
 }
@@ -408,6 +418,7 @@ nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch) {
   return guarded([&] {
     if (!in) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance is NULL");
     if (batch < 1) return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("batch {} is not a size: give at least 1", batch));
+    std::lock_guard<std::mutex> map_lock(in->model->map_lock);
     nnasm::Result<std::unique_ptr<nnasm::Executor>> ex =
         nnasm::Executor::prepare(in->model->program, nnasm::PrepareOptions{.batch = batch});
     if (!ex) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -140,7 +141,21 @@ Status Executor::plan_arena() {
   return Status::ok();
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  // A copy at another batch is this executor's alone: its inputs, outputs and temporaries, and
+  // what the optimizer derived for it, leave the context with it, so that preparing at one batch
+  // after another does not grow the context. Its params, constants and state are the original's.
+  if (!rebatched_) return;
+  std::unordered_set<TensorId> shared, own;
+  for (TensorId id : rebatched_->tensors())
+    if (rebatched_->desc(id).sigil() == '@') shared.insert(id);
+  for (const Program* p : {rebatched_.get(), optimized_.get()})
+    if (p)
+      for (TensorId id : p->tensors())
+        if (!shared.count(id)) own.insert(id);
+  planned_.clear();
+  for (TensorId id : own) ctx_->remove(id);
+}
 
 Status Executor::prepare_carried() {
   const std::vector<TensorId> ids = program_->carried_state();

@@ -44,6 +44,8 @@ class Executor {
   // with_batch (engine/rebatch.h), which the executor owns and program() returns (params,
   // constants and state shared with `program`; its inputs and outputs are the copy's, found by
   // name). Errors also those of with_batch, which say why a program cannot change its batch.
+  // The copy's own tensors (inputs, outputs, temporaries, derived layouts) leave the context
+  // when the executor dies; the context must not be used by another thread then.
   static Result<std::unique_ptr<Executor>> prepare(const Program& program, const PrepareOptions& options);
   ~Executor();
   Executor(const Executor&) = delete;

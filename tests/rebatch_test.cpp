@@ -120,6 +120,26 @@ TEST(Rebatch, SharesWeightsAndLeavesTheOriginalAlone) {
   EXPECT_EQ(*program_batch(**q), 3);
 }
 
+// An executor at another batch takes its copy's tensors with it: preparing at batch after batch
+// leaves the context's tensors as they were, and the original still runs.
+TEST(Rebatch, AnExecutorAtAnotherBatchLeavesTheContextAsItWas) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  record_cnn(g, B);
+  auto full = Executor::prepare(p);
+  ASSERT_TRUE(full) << full.status().message();
+  const size_t before = ctx.size();
+  for (int64_t n = 1; n <= 20; ++n) {
+    auto ex = Executor::prepare(p, PrepareOptions{.batch = n});
+    ASSERT_TRUE(ex) << ex.status().message();
+    (*ex)->run();
+  }
+  EXPECT_EQ(ctx.size(), before);
+  (*full)->run();
+  EXPECT_EQ((*full)->tensor("y")->numel(), B * 10);
+}
+
 TEST(Rebatch, ReshapeMixingTheBatchIsRefusedWithItsName) {
   Context ctx;
   Program p(ctx);
