@@ -52,6 +52,12 @@ $(head -n 10 <<< "$stray")"
 grep -q 'fmt::' <<< "$exported" && die "libnnasm.so exports fmt:: symbols"
 grep -q '^nnasm_model_load_file$' <<< "$exported" || die "libnnasm.so does not export the C API"
 
+step "the installed C++ headers: all of them compile with -I$prefix/include alone"
+(cd "$inst/include" && find nnasm -name '*.h' | sort | sed 's|.*|#include <&>|') > "$work/all_headers.cpp"
+[ -s "$work/all_headers.cpp" ] || die "no C++ headers under include/nnasm/"
+g++ -std=c++17 -fsyntax-only -I"$inst/include" "$work/all_headers.cpp" ||
+  die "the installed headers do not compile with -I$prefix/include alone"
+
 run_pair() {  # $1: the folder holding model, embed and import
   LD_LIBRARY_PATH="$inst/lib" "$1/model" > "$1/model.out" || die "$1/model failed"
   grep -q '^model: ok 2\.0000' "$1/model.out" || die "$1/model printed: $(head -n 1 "$1/model.out")"
