@@ -97,7 +97,8 @@ int tool_main(int argc, char** argv) {
   run_cmd->add_option("--expect", run.expects,
                       "Compare output NAME with a .npy file elementwise (|a-b| <= atol + rtol*|b|); exit 1 and "
                       "print the worst element on a mismatch (repeatable)")
-      ->type_name("NAME=REF.npy");
+      ->type_name("NAME=REF.npy")
+      ->allow_extra_args(false);
   run_cmd->add_option("--atol", run.atol, "Absolute tolerance of --expect (default 1e-5)")->type_name("A");
   run_cmd->add_option("--rtol", run.rtol, "Relative tolerance of --expect (default 1e-4)")->type_name("R");
   run_cmd->add_option("--isa", run.isa, isa_help)->type_name("LEVEL");
@@ -171,8 +172,7 @@ int tool_main(int argc, char** argv) {
   export_cmd->add_option("--output", export_opts.outputs,
                          "Keep this output (repeatable; default: the forward outputs other than the loss)")
       ->type_name("NAME")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);
   export_cmd->add_option("--batch", export_opts.batch, "Batch size of the inference model (default: the trained one's)")
       ->type_name("N")
       ->check(CLI::PositiveNumber);
