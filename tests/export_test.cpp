@@ -86,6 +86,9 @@ TEST_F(ExportTest, KeepsTheForwardOutputsAndDropsTraining) {
   for (TensorId id : infer.tensors()) EXPECT_NE(infer.desc(id).role, Role::STATE) << infer.desc(id).name;
 
   // The trained program's forward run in inference mode (dropout off) is the oracle, bit for bit.
+  // (Bitwise holds here because every layer's K fits one block: for big layers, kernels of a
+  // program that trains its weights read them as they change, and an inference program's may
+  // pack them once, which can change the summation order and so the last bits.)
   auto tex = std::move(Executor::prepare(trained).value());
   ASSERT_TRUE(tex->set_training(false));
   auto iex = std::move(Executor::prepare(infer).value());
