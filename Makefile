@@ -43,7 +43,7 @@ BUILD    := build$(if $(SAN),/san-$(SAN))
 
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist \
-                libonnx-dev libprotobuf-dev libonnx-testdata cmake pkg-config
+                libonnx-dev libprotobuf-dev libonnx-testdata cmake pkg-config python3-numpy
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
 BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch python3-torchvision
 # Only the fuzz targets use them (make fuzz): clang and its libFuzzer and sanitizer runtimes.
@@ -167,6 +167,7 @@ test: deps
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
+	$(if $(SAN),,NNASM_LIBRARY=$(LIB_SO) /usr/bin/python3 tests/python/test_nnasm.py)
 	$(if $(SAN),,tests/readme_build.sh)
 	$(if $(SAN),,tests/readme_files.sh)
 	$(if $(SAN),,tests/install/consumer_test.sh)
