@@ -143,6 +143,7 @@ test: deps
 	NNASM_TOOL=$(TOOL) $(TESTS)
 	$(if $(SAN),,tests/readme_build.sh)
 	$(if $(SAN),,tests/readme_files.sh)
+	@$(MAKE) $(ABI_V1_CLIENT) && $(ABI_V1_CLIENT)
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
 # platforms that forbid both), then the suite at the native level. The tool is the ordinary one:
@@ -306,6 +307,11 @@ $(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIB_A)
 $(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC)) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# A host built against the version-1 header (tests/abi/nnasm_v1.h) runs against this library.
+ABI_V1_CLIENT := $(BUILD)/tests/abi_client_v1
+$(ABI_V1_CLIENT): $(BUILD)/obj/tests/abi/client_v1.o $(LIB_A)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # One test file alone, for working on it: make build/tests/only/listing_test
 $(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIB_A)
