@@ -47,9 +47,10 @@ extern "C" {
  *   - The library reads a struct only up to struct_size: options beyond it take their defaults. A
  *     larger struct_size (a newer header) is accepted when the fields this library does not know
  *     are all 0, else NNASM_ERR_ABI. A struct the library fills is written only up to
- *     struct_size (a smaller one gets what fits), bytes it does not know are zeroed, and
- *     struct_size is set to what was written. A struct_size below a struct's first version, or
- *     above 4096 (an uninitialized struct), is NNASM_ERR_ABI with a message saying which.
+ *     struct_size (a smaller one gets the bytes that fit), bytes past its own struct are zeroed,
+ *     and struct_size becomes the bytes of fields written. A struct_size below a struct's first
+ *     version, or above 4096 (an uninitialized struct), is NNASM_ERR_ABI with a message saying
+ *     which.
  *   - Enums that cross the API are int32_t typedefs with named constants; numbers never change.
  *   - ABI version 1 (no struct_size; options began with `uint32_t abi_version` = 1 and the log
  *     callback took no level) still works: options whose first field is 1 are read as version 1,
