@@ -171,6 +171,7 @@ test: deps
 	$(if $(SAN),,tests/readme_build.sh)
 	$(if $(SAN),,tests/readme_files.sh)
 	$(if $(SAN),,tests/install/consumer_test.sh)
+	$(if $(SAN),,@$(MAKE) $(ABI_V1_CLIENT) && $(ABI_V1_CLIENT))
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
 # platforms that forbid both), then the suite at the native level. The tool is the ordinary one:
@@ -349,6 +350,11 @@ $(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIBS_ALL)
 $(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC)) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# A plugin built against the version-1 header (tests/abi/nnasm_v1.h) loads this shared library.
+ABI_V1_CLIENT := $(BUILD)/tests/abi_client_v1
+$(ABI_V1_CLIENT): $(BUILD)/obj/tests/abi/client_v1.o $(LIB_SO)
+	$(CXX) $(LDFLAGS) -o $@ $< -L$(BUILD) -lnnasm -Wl,-rpath,$(abspath $(BUILD))
 
 # One test file alone, for working on it: make build/tests/only/listing_test
 $(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIBS_ALL)
