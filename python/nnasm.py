@@ -31,21 +31,19 @@ _DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32)}  # nnasm_dtype -> num
 
 class _TensorInfo(ctypes.Structure):
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),  # set before each call: the library fills this far
         ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int),  # nnasm_dtype (a C enum)
-        ("rank", ctypes.c_int),
+        ("dtype", ctypes.c_int32),  # nnasm_dtype
+        ("rank", ctypes.c_int32),
         ("dims", ctypes.c_int64 * MAX_RANK),
         ("bytes", ctypes.c_size_t),
         ("buffer_bytes", ctypes.c_size_t),
     ]
 
 
-_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
-
-
 class _ModelOptions(ctypes.Structure):
     _fields_ = [
-        ("abi_version", ctypes.c_uint32),
+        ("struct_size", ctypes.c_uint32),
         ("threads", ctypes.c_int),
         ("isa", ctypes.c_char_p),
         ("jit", ctypes.c_int),
@@ -56,6 +54,7 @@ class _ModelOptions(ctypes.Structure):
         ("alloc_user", ctypes.c_void_p),
         ("parallel_for", ctypes.c_void_p),
         ("parallel_user", ctypes.c_void_p),
+        ("log_level", ctypes.c_int32),  # nnasm_log_level
     ]
 
 
@@ -69,14 +68,14 @@ _PROTOTYPES = {
     "nnasm_abi_version": (ctypes.c_uint32, []),
     "nnasm_status_string": (ctypes.c_char_p, [_STATUS]),
     "nnasm_last_error": (ctypes.c_char_p, []),
-    "nnasm_model_options_init": (None, [ctypes.POINTER(_ModelOptions)]),
+    "nnasm_model_options_init_sized": (None, [ctypes.POINTER(_ModelOptions), _SIZE]),
     "nnasm_model_load_file": (_STATUS, [ctypes.c_char_p, ctypes.POINTER(_ModelOptions), _PP]),
     "nnasm_model_load_memory": (_STATUS, [ctypes.c_void_p, _SIZE, ctypes.POINTER(_ModelOptions), _PP]),
     "nnasm_model_free": (None, [_P]),
     "nnasm_model_input_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
-    "nnasm_model_input_info": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
+    "nnasm_model_input_info_v2": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
     "nnasm_model_output_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
-    "nnasm_model_output_info": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
+    "nnasm_model_output_info_v2": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
     "nnasm_instance_create": (_STATUS, [_P, _PP]),
     "nnasm_instance_free": (None, [_P]),
     "nnasm_instance_tensor_data": (_STATUS, [_P, ctypes.c_char_p, _PP, ctypes.POINTER(_SIZE)]),
@@ -154,6 +153,7 @@ def _infos(model, count_fn, info_fn):
     out = []
     for i in range(n.value):
         info = _TensorInfo()
+        info.struct_size = ctypes.sizeof(info)
         _check(info_fn(model, i, ctypes.byref(info)))
         out.append(TensorInfo(info.name.decode(), tuple(info.dims[: info.rank]), _DTYPES[info.dtype]))
     return out
@@ -171,7 +171,7 @@ class Model:
         self._model = ctypes.c_void_p()
         self._instance = ctypes.c_void_p()
         opts = _ModelOptions()
-        lib.nnasm_model_options_init(ctypes.byref(opts))
+        lib.nnasm_model_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts))
         if threads is not None:
             opts.threads = int(threads)
         isa_bytes = None if isa is None else str(isa).encode()
@@ -182,8 +182,8 @@ class Model:
             buf = ctypes.create_string_buffer(bytes(_data), len(_data))
             _check(lib.nnasm_model_load_memory(buf, len(_data), ctypes.byref(opts), ctypes.byref(self._model)))
         try:
-            self.inputs = _infos(self._model, lib.nnasm_model_input_count, lib.nnasm_model_input_info)
-            self.outputs = _infos(self._model, lib.nnasm_model_output_count, lib.nnasm_model_output_info)
+            self.inputs = _infos(self._model, lib.nnasm_model_input_count, lib.nnasm_model_input_info_v2)
+            self.outputs = _infos(self._model, lib.nnasm_model_output_count, lib.nnasm_model_output_info_v2)
             _check(lib.nnasm_instance_create(self._model, ctypes.byref(self._instance)))
             # The instance's own buffers (valid while it lives), seen as numpy arrays: run() copies
             # inputs into them and reads outputs from them without another copy through the C API.
