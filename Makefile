@@ -25,7 +25,9 @@
 #                  LAYER_MODELS=resnet18,...)
 #   make onnx-models  installs python3-torch and rewrites the PyTorch exports the import test
 #                  reads (tests/onnx/torch_exports.py → tests/golden/onnx/)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [DESTDIR=…]  libraries, headers, pkg-config and CMake files, the
+#                  tool (docs/install.md); make test-install builds and runs the consumer
+#                  projects of tests/install/ against such an install
 #   make test SAN=address|thread   sanitizer flavours, built into build/san-<name>/
 #   make check-noexcept  the library and suite built with -fno-exceptions -fno-rtti
 #   make fuzz      the libFuzzer targets (tests/fuzz/fuzz_<name>.cpp; clang, ASan + UBSan), each
@@ -41,7 +43,7 @@ BUILD    := build$(if $(SAN),/san-$(SAN))
 
 DEB_PACKAGES := g++ make libxbyak-dev libeigen3-dev libcereal-dev libfmt-dev libgtest-dev \
                 libbenchmark-dev libcli11-dev libxxhash-dev zlib1g-dev dataset-fashion-mnist \
-                libonnx-dev libprotobuf-dev libonnx-testdata
+                libonnx-dev libprotobuf-dev libonnx-testdata cmake pkg-config python3-numpy
 # Optional: only the benchmark baselines use them (make bench-deps); nothing else needs them.
 BENCH_DEB_PACKAGES := libopenblas-dev libdnnl-dev libxsmm-dev python3-torch python3-torchvision
 # Only the fuzz targets use them (make fuzz): clang and its libFuzzer and sanitizer runtimes.
@@ -75,8 +77,16 @@ endif
 MAKEFLAGS += --no-print-directory
 JOBS := -j$(shell nproc)
 
-LIB_SRC   := $(wildcard isa/*.cpp jit/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp \
+# Three libraries (docs/install.md): the runtime (libnnasm: the engine, the shell, listings, model
+# files, .npy and the C API; what a game ships), the importers (libnnasm_import: ONNX and .flow,
+# with protobuf and libonnx, and the C API's import calls) and, static only and not installed,
+# the samples' and the suite's dataset loaders and plotting (libnnasm_data.a: IDX/Fashion-MNIST
+# with zlib, SVG plots, CSV logs).
+IMPORT_SRC:= $(wildcard serialize/onnx/*.cpp serialize/flow/*.cpp serialize/import_names.cpp api/*import*.cpp)
+DATA_SRC  := $(addprefix serialize/,fashion_mnist.cpp idx.cpp svg_plot.cpp csv_log.cpp)
+ALL_LIB_SRC := $(wildcard isa/*.cpp jit/*.cpp engine/*.cpp engine/*/*.cpp ops/*.cpp ops/*/*.cpp shell/*.cpp serialize/*.cpp \
                        serialize/*/*.cpp api/*.cpp)
+LIB_SRC   := $(filter-out $(IMPORT_SRC) $(DATA_SRC),$(ALL_LIB_SRC))
 TOOL_SRC  := $(wildcard shell/cli/*.cpp)
 SAMPLE_SRC:= $(wildcard samples/*.cpp)
 # Plain C samples of the C API (api/nnasm.h), linked against the static library.
@@ -92,13 +102,27 @@ BENCH_SRC := $(wildcard tests/bench/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 LIB_OBJ := $(call obj,$(LIB_SRC))
-# The archive also depends on its member list: a source file added since the last build (whose
+IMPORT_OBJ := $(call obj,$(IMPORT_SRC))
+DATA_OBJ := $(call obj,$(DATA_SRC))
+# Each archive also depends on its member list: a source file added since the last build (whose
 # object another make run may have built already) must still get into the archive.
-LIB_LIST := $(BUILD)/libnnasm.members
-$(shell mkdir -p $(BUILD); echo '$(LIB_OBJ)' | cmp -s - $(LIB_LIST) 2>/dev/null || echo '$(LIB_OBJ)' > $(LIB_LIST))
+members = $(shell mkdir -p $(BUILD); echo '$(2)' | cmp -s - $(1) 2>/dev/null || echo '$(2)' > $(1))$(1)
+LIB_LIST := $(call members,$(BUILD)/libnnasm.members,$(LIB_OBJ))
+IMPORT_LIST := $(call members,$(BUILD)/libnnasm_import.members,$(IMPORT_OBJ))
+DATA_LIST := $(call members,$(BUILD)/libnnasm_data.members,$(DATA_OBJ))
 
 LIB_A    := $(BUILD)/libnnasm.a
 LIB_SO   := $(BUILD)/libnnasm.so
+IMPORT_A := $(BUILD)/libnnasm_import.a
+IMPORT_SO:= $(BUILD)/libnnasm_import.so
+DATA_A   := $(BUILD)/libnnasm_data.a
+# What the tool, the samples and the suite link, in the order a static link needs.
+LIBS_ALL := $(IMPORT_A) $(DATA_A) $(LIB_A)
+# The shared libraries' version (engine/version.h): libnnasm.so.MAJOR.MINOR.PATCH with the soname
+# libnnasm.so.MAJOR, and the links libnnasm.so.MAJOR and libnnasm.so beside it.
+version_part = $(shell sed -n 's/^\#define NNASM_VERSION_$(1) \([0-9]*\)$$/\1/p' engine/version.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION  := $(VERSION_MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
 TOOL     := $(BUILD)/nnasm
 SAMPLES  := $(patsubst samples/%.cpp,$(BUILD)/samples/%,$(SAMPLE_SRC)) $(patsubst samples/%.c,$(BUILD)/samples/%,$(SAMPLE_C_SRC))
 TESTS    := $(BUILD)/tests/nnasm_tests
@@ -109,8 +133,8 @@ ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 CONFORMANCE := $(BUILD)/tests/onnx_conformance
 
 .PHONY: all deps bench-deps fuzz-deps run test test-isa check-noexcept bench bench-gemm bench-targets bench-threads bench-torch bench-models bench-models-deps bench-layers bench-recurrent onnx-models fuzz fuzz-smoke samples \
-        onnx-conformance install clean FORCE
-all: $(LIB_A) $(LIB_SO) $(TOOL) $(SAMPLES)
+        onnx-conformance install test-install clean FORCE
+all: $(LIB_A) $(LIB_SO) $(IMPORT_A) $(IMPORT_SO) $(TOOL) $(SAMPLES)
 samples: $(SAMPLES)
 
 deps: PKGS := $(DEB_PACKAGES)
@@ -132,7 +156,9 @@ run: deps
 # at the native level with googletest's full summary last; then README's own program is built
 # with README's compile line against build/libnnasm.a (tests/readme_build.sh; not under SAN).
 # It also builds what README says `make` leaves under build/ (the shared library and the samples:
-# a few objects and links) and checks that all of it is there (tests/readme_files.sh).
+# a few objects and links) and checks that all of it is there (tests/readme_files.sh), then
+# installs into a temporary prefix and builds and runs the consumer projects of tests/install/
+# with CMake and pkg-config against it (tests/install/consumer_test.sh; not under SAN).
 test: deps
 	tests/check_layers.sh
 	tests/check_imm_reads.sh
@@ -141,8 +167,11 @@ test: deps
 	NNASM_ISA=ref NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_ISA=avx2 NNASM_TOOL=$(TOOL) $(TESTS) --gtest_brief=1
 	NNASM_TOOL=$(TOOL) $(TESTS)
+	$(if $(SAN),,NNASM_LIBRARY=$(LIB_SO) /usr/bin/python3 tests/python/test_nnasm.py)
 	$(if $(SAN),,tests/readme_build.sh)
 	$(if $(SAN),,tests/readme_files.sh)
+	$(if $(SAN),,tests/install/consumer_test.sh)
+	$(if $(SAN),,@$(MAKE) $(ABI_V1_CLIENT) && $(ABI_V1_CLIENT))
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the
 # platforms that forbid both), then the suite at the native level. The tool is the ordinary one:
@@ -165,7 +194,7 @@ onnx-conformance: deps
 	@$(MAKE) $(JOBS) $(CONFORMANCE)
 	$(CONFORMANCE) $(ONNX_NODE_DIR) $(BUILD)/onnx-conformance.md
 
-$(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp $(TEST_SUPPORT_SRC)) $(LIB_A)
+$(CONFORMANCE): $(call obj,tests/onnx/conformance.cpp $(TEST_SUPPORT_SRC)) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -290,29 +319,49 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) -Iapi $(CFLAGS_C) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ) $(LIB_LIST)
+$(IMPORT_A): $(IMPORT_OBJ) $(IMPORT_LIST)
+$(DATA_A): $(DATA_OBJ) $(DATA_LIST)
+$(LIB_A) $(IMPORT_A) $(DATA_A):
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $(filter %.o,$^)
 
-$(LIB_SO): $(LIB_OBJ)
-	$(CXX) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The shared libraries export only the C API (nnasm_*) and namespace nnasm (api/libnnasm.map,
+# `local: *`): fmt, xbyak, the std instantiations and everything else they link stay inside, so
+# a game may link its own. The runtime needs neither protobuf nor zlib; --no-undefined makes a
+# stray reference into the importers a link error here rather than at a user's load time.
+SO_FLAGS := -shared -Wl,--no-undefined -Wl,--version-script=api/libnnasm.map
+LIB_SO_LIBS := -lfmt -lxxhash -lpthread
+IMPORT_SO_LIBS := -L$(BUILD) -lnnasm -lonnx_proto -lprotobuf -lfmt -lpthread
+$(LIB_SO).$(VERSION): $(LIB_OBJ) api/libnnasm.map
+	$(CXX) $(SO_FLAGS) -Wl,-soname,libnnasm.so.$(VERSION_MAJOR) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIB_SO_LIBS)
+$(IMPORT_SO).$(VERSION): $(IMPORT_OBJ) api/libnnasm.map $(LIB_SO)
+	$(CXX) $(SO_FLAGS) -Wl,-soname,libnnasm_import.so.$(VERSION_MAJOR) $(LDFLAGS) -o $@ $(IMPORT_OBJ) $(IMPORT_SO_LIBS)
+$(LIB_SO) $(IMPORT_SO): %.so: %.so.$(VERSION)
+	ln -sf $(notdir $<) $*.so.$(VERSION_MAJOR)
+	ln -sf $(notdir $<) $@
 
-$(TOOL): $(call obj,$(TOOL_SRC)) $(LIB_A)
+$(TOOL): $(call obj,$(TOOL_SRC)) $(LIBS_ALL)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIB_A)
+$(BUILD)/samples/%: $(BUILD)/obj/samples/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC)) $(LIB_A)
+$(TESTS): $(call obj,$(TEST_SRC)) $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_C_SRC)) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
+
+# A plugin built against the version-1 header (tests/abi/nnasm_v1.h) loads this shared library.
+ABI_V1_CLIENT := $(BUILD)/tests/abi_client_v1
+$(ABI_V1_CLIENT): $(BUILD)/obj/tests/abi/client_v1.o $(LIB_SO)
+	$(CXX) $(LDFLAGS) -o $@ $< -L$(BUILD) -lnnasm -Wl,-rpath,$(abspath $(BUILD))
 
 # One test file alone, for working on it: make build/tests/only/listing_test
-$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIB_A)
+$(BUILD)/tests/only/%: $(BUILD)/obj/tests/%.o $(call obj,$(TEST_SUPPORT_SRC)) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/solo/%.o $(LIB_A)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/solo/%.o $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lgtest -lgtest_main $(LDLIBS)
 
@@ -343,7 +392,7 @@ $(BASELINE_STAMP): FORCE
 	@echo '$(strip $(BASELINE_FLAGS))' | cmp -s - $@ || echo '$(strip $(BASELINE_FLAGS))' > $@
 FORCE:
 
-$(BENCH): $(call obj,$(BENCH_SRC)) $(LIB_A)
+$(BENCH): $(call obj,$(BENCH_SRC)) $(LIBS_ALL)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ -lbenchmark -lbenchmark_main $(BASELINE_LIBS) $(LDLIBS)
 
@@ -365,7 +414,7 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -f
 FUZZ_CXXFLAGS := -std=c++17 -O1 -g -Wall -Wextra -MMD -MP -fsanitize=fuzzer-no-link $(FUZZ_SAN)
 FUZZ_NAMES    := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 FUZZ_BINS     := $(addprefix $(FUZZ_DIR)/,$(FUZZ_NAMES))
-FUZZ_LIB_OBJ  := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(LIB_SRC))
+FUZZ_LIB_OBJ  := $(patsubst %.cpp,$(FUZZ_DIR)/obj/%.o,$(ALL_LIB_SRC))
 
 fuzz: fuzz-deps
 	@$(MAKE) $(JOBS) $(FUZZ_BINS)
@@ -401,15 +450,50 @@ $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 $(FUZZ_DIR)/make_seeds: $(FUZZ_DIR)/obj/tests/fuzz/make_seeds.o $(FUZZ_LIB_OBJ)
 	$(FUZZ_CXX) $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
 
-# The library, the tool, the C header and a pkg-config file: after `make install PREFIX=/opt/nnasm`,
-# `PKG_CONFIG_PATH=/opt/nnasm/lib/pkgconfig pkg-config --cflags --libs nnasm` gives the flags.
-install: $(LIB_A) $(LIB_SO) $(TOOL)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include
-	install -m 644 $(LIB_A) $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
+# What a project builds against (docs/install.md), under $(DESTDIR)$(PREFIX):
+#   lib/        libnnasm.so.$(VERSION) (soname libnnasm.so.MAJOR, links .so.MAJOR and .so),
+#               libnnasm_import.so likewise, libnnasm.a, libnnasm_import.a
+#   include/    nnasm.h and the C API's other headers (api/nnasm*.h)
+#   include/nnasm/  the C++ API: PUBLIC_HEADERS and every header of this tree they include, at
+#               their paths in the tree, their includes of each other rewritten to "nnasm/...",
+#               so that -I<prefix>/include alone finds them (#include <nnasm/shell/shell.h>)
+#   lib/pkgconfig/  nnasm.pc (C), nnasm++.pc (C++), nnasm_import.pc
+#   lib/cmake/nnasm/  nnasmConfig.cmake, nnasmConfigVersion.cmake: nnasm::nnasm, nnasm::c,
+#               nnasm::import
+#   bin/nnasm   the tool
+PUBLIC_HEADERS := shell/shell.h engine/executor.h engine/context.h engine/trainer.h \
+                  serialize/model_file.h serialize/listing.h serialize/npy.h \
+                  serialize/onnx/onnx_import.h serialize/flow/flow_import.h
+VERSION_MINOR := $(call version_part,MINOR)
+subst_version = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+                    -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@VERSION_MINOR@|$(VERSION_MINOR)|g'
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib
+INSTALL_INC := $(DESTDIR)$(PREFIX)/include
+install: $(LIB_A) $(LIB_SO) $(IMPORT_A) $(IMPORT_SO) $(TOOL)
+	install -d $(INSTALL_LIB)/pkgconfig $(INSTALL_LIB)/cmake/nnasm $(DESTDIR)$(PREFIX)/bin $(INSTALL_INC)/nnasm
+	install -m 644 $(LIB_A) $(IMPORT_A) $(INSTALL_LIB)/
+	install -m 755 $(LIB_SO).$(VERSION) $(IMPORT_SO).$(VERSION) $(INSTALL_LIB)/
+	for l in libnnasm libnnasm_import; do \
+	  ln -sf $$l.so.$(VERSION) $(INSTALL_LIB)/$$l.so.$(VERSION_MAJOR) && ln -sf $$l.so.$(VERSION) $(INSTALL_LIB)/$$l.so || exit 1; \
+	done
 	install -m 755 $(TOOL) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 api/nnasm.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define NNASM_VERSION_STRING "\(.*\)"/\1/p' engine/version.h)|' \
-	  api/nnasm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nnasm.pc
+	install -m 644 $(wildcard api/nnasm*.h) $(INSTALL_INC)/
+	@hdrs=$$(printf '#include "%s"\n' $(PUBLIC_HEADERS) | $(CXX) -x c++ -std=c++17 -I. -MM -MT deps - | \
+	         tr ' \\' '\n\n' | grep -v -e '^$$' -e '^/' -e '^deps:$$' | sort -u) || exit 1; \
+	dirs=$$(for h in $$hdrs; do echo "$${h%%/*}"; done | sort -u | paste -sd'|'); \
+	echo "install: $$(echo $$hdrs | wc -w) C++ headers into $(INSTALL_INC)/nnasm/ ($$dirs)"; \
+	for h in $$hdrs; do \
+	  install -d $(INSTALL_INC)/nnasm/$$(dirname $$h) && \
+	  sed -E "s,^([[:space:]]*#[[:space:]]*include[[:space:]]*\")(($$dirs)/),\1nnasm/\2," $$h \
+	    > $(INSTALL_INC)/nnasm/$$h && chmod 644 $(INSTALL_INC)/nnasm/$$h || exit 1; \
+	done
+	for pc in nnasm nnasm++ nnasm_import; do $(subst_version) api/$$pc.pc.in > $(INSTALL_LIB)/pkgconfig/$$pc.pc || exit 1; done
+	for f in nnasmConfig nnasmConfigVersion; do $(subst_version) api/cmake/$$f.cmake.in > $(INSTALL_LIB)/cmake/nnasm/$$f.cmake || exit 1; done
+
+# Installs into a temporary prefix and builds the consumer projects of tests/install/ against it,
+# with CMake and with pkg-config (tests/install/consumer_test.sh); `make test` runs it.
+test-install: $(LIB_A) $(LIB_SO) $(IMPORT_A) $(IMPORT_SO) $(TOOL)
+	tests/install/consumer_test.sh
 
 clean:
 	rm -rf build

@@ -1,20 +1,26 @@
 // The C API (api/nnasm.h) over the engine: a model is a context, its program and a prepared
 // template executor that never runs; an instance is Executor::instantiate of that template. Every
 // entry point catches everything, so no exception crosses into C; failures set the calling
-// thread's last error.
+// thread's last error. The version-1 ABI (no struct_size, a log callback without a level) is kept
+// here beside the current one: see "Version 1" below.
 #include "api/nnasm.h"
+// This file defines the version-1 symbols that nnasm.h maps to their growable successors.
+#undef nnasm_model_options_init
+#undef nnasm_model_input_info
+#undef nnasm_model_output_info
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "api/capi_internal.h"
 #include "engine/executor.h"
 #include "engine/version.h"
 #include "serialize/listing.h"
@@ -22,12 +28,11 @@
 #include "serialize/model_frame.h"
 #include "serialize/model_source.h"
 
+namespace nnasm::capi {
+
 namespace {
-
-using nnasm::Status;
-using nnasm::TensorId;
-
 thread_local std::string t_last_error;
+}  // namespace
 
 nnasm_status fail(nnasm_status code, const std::string& msg) {
 #if defined(__cpp_exceptions)
@@ -41,25 +46,110 @@ nnasm_status fail(nnasm_status code, const std::string& msg) {
   return code;
 }
 
-// Runs `body` (returning nnasm_status), turning any escaping exception into a status. Built
-// without exceptions (make check-noexcept) there is nothing to catch: the engine reports every
-// failure as a Status, and only a failed allocation, which then ends the process, is left.
-template <typename F>
-nnasm_status guarded(F&& body) {
-#if defined(__cpp_exceptions)
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(NNASM_ERR_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(NNASM_ERR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(NNASM_ERR_INTERNAL, "internal error");
-  }
-#else
-  return body();
-#endif
+}  // namespace nnasm::capi
+
+namespace {
+
+using nnasm::Status;
+using nnasm::TensorId;
+using nnasm::capi::fail;
+using nnasm::capi::guarded;
+
+// Version 1 of the structs, as a host built against that nnasm.h lays them out. Its options are
+// version 2's without log_level (version 2 appended it and kept every other field at its offset),
+// except that they began with abi_version (= 1) where struct_size is now and that their log
+// callback took no level. Its tensor infos had no struct_size.
+constexpr uint32_t ABI_V1 = 1;
+constexpr size_t OPTIONS_V1_SIZE = offsetof(nnasm_model_options, log_level);
+using LogFnV1 = void (*)(void* user, const char* message);
+static_assert(sizeof(void*) != 8 || OPTIONS_V1_SIZE == 80, "version 1's options were 80 bytes on 64-bit hosts");
+struct TensorInfoV1 {
+  const char* name;
+  int32_t dtype;
+  int rank;
+  int64_t dims[NNASM_MAX_RANK];
+  size_t bytes;
+  size_t buffer_bytes;
+};
+
+// Where a struct_size-led struct starts to be one (its first sized version's fields), and the
+// largest struct_size believed (more is an uninitialized struct, not a newer header).
+constexpr size_t OPTIONS_MIN = offsetof(nnasm_model_options, log_level) + sizeof(nnasm_log_level);
+constexpr size_t TENSOR_INFO_MIN = offsetof(nnasm_tensor_info, name) + sizeof(const char*);
+constexpr size_t METADATA_MIN = offsetof(nnasm_model_metadata_info, isa) + sizeof(nnasm_isa);
+constexpr uint32_t STRUCT_SIZE_MAX = 4096;
+static_assert(int(nnasm::Isa::REF) == NNASM_ISA_REF && int(nnasm::Isa::AVX2) == NNASM_ISA_AVX2 &&
+                  int(nnasm::Isa::AVX512) == NNASM_ISA_AVX512,
+              "nnasm_isa numbers the levels as jit/cpu.h does");
+
+// Checks a struct_size the caller gave for a `what` of which this library knows `known` bytes.
+nnasm_status check_struct_size(uint32_t size, size_t min, const char* what) {
+  if (size < min)
+    return fail(NNASM_ERR_ABI, fmt::format("{}: struct_size {} is smaller than any version's ({} bytes or more): set it "
+                                           "to sizeof the struct{}",
+                                           what, size, min,
+                                           std::strcmp(what, "options") == 0 ? " (nnasm_model_options_init does)" : ""));
+  if (size > STRUCT_SIZE_MAX)
+    return fail(NNASM_ERR_ABI, fmt::format("{}: struct_size {} is larger than any struct (uninitialized?): set it to "
+                                           "sizeof the struct",
+                                           what, size));
+  return NNASM_OK;
 }
+
+// Writes `full` into the caller's `dst` as far as its struct_size reaches, zeroes what lies past
+// this library's struct, and sets dst->struct_size to the part that holds fields.
+template <typename T>
+nnasm_status write_sized(T* dst, T full, size_t min, const char* what) {
+  uint32_t size = 0;
+  std::memcpy(&size, dst, sizeof size);
+  if (nnasm_status s = check_struct_size(size, min, what)) return s;
+  const size_t n = std::min<size_t>(size, sizeof(T));
+  full.struct_size = static_cast<uint32_t>(n);
+  std::memcpy(dst, &full, n);
+  if (size > n) std::memset(reinterpret_cast<char*>(dst) + n, 0, size - n);
+  return NNASM_OK;
+}
+
+// Reads the caller's options (NULL: defaults) of either version into `o`; `v1_log` says the log
+// callback is version 1's.
+nnasm_status read_options(const nnasm_model_options* in, nnasm_model_options* o, bool* v1_log) {
+  nnasm_model_options_init_sized(o, sizeof *o);
+  *v1_log = false;
+  if (!in) return NNASM_OK;
+  uint32_t first = 0;
+  std::memcpy(&first, in, sizeof first);
+  if (first == ABI_V1) {  // the default level: version 1's log received everything
+    std::memcpy(o, in, OPTIONS_V1_SIZE);
+    o->struct_size = sizeof *o;
+    *v1_log = true;
+    return NNASM_OK;
+  }
+  if (nnasm_status s = check_struct_size(first, OPTIONS_MIN, "options")) return s;
+  const char* bytes = reinterpret_cast<const char*>(in);
+  for (size_t k = sizeof *o; k < first; ++k)
+    if (bytes[k] != 0)
+      return fail(NNASM_ERR_ABI, fmt::format("options: byte {} of {} is set, past the {} this library (nnasm {}, ABI "
+                                             "version {}) knows: a newer nnasm.h's option; use a newer library or "
+                                             "leave it 0",
+                                             k, first, sizeof *o, NNASM_VERSION_STRING, NNASM_ABI_VERSION));
+  std::memcpy(o, in, std::min<size_t>(first, sizeof *o));
+  o->struct_size = sizeof *o;
+  return NNASM_OK;
+}
+
+// Where the model's log goes: the host's callback of either version, filtered by level.
+struct LogSink {
+  nnasm_log_fn fn = nullptr;
+  void* user = nullptr;
+  bool v1 = false;
+  nnasm_log_level level = NNASM_LOG_OFF;
+  void operator()(nnasm_log_level l, const std::string& msg) const {
+    if (!fn || l > level || l <= NNASM_LOG_OFF) return;
+    // Back to the type the host stored (through void (*)(void), which converts to and from any).
+    if (v1) reinterpret_cast<LogFnV1>(reinterpret_cast<void (*)(void)>(fn))(user, msg.c_str());
+    else fn(user, l, msg.c_str());
+  }
+};
 
 struct Io {
   std::string name;
@@ -76,6 +166,8 @@ struct nnasm_model {
   std::unique_ptr<nnasm::Executor> templ;
   std::vector<Io> inputs, outputs;
   size_t instructions = 0;
+  std::string producer;
+  bool carried_state = false;
   // Held while the context's tensor map changes (an instance prepared at another batch, or its
   // executor freed) or is read to make an instance; runs never touch the map.
   std::mutex map_lock;
@@ -125,20 +217,19 @@ std::vector<Io> describe(const nnasm::Program& p, const std::vector<TensorId>& i
   return v;
 }
 
-nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_model_options* opts,
-                  nnasm_model** out) {
+}  // namespace
+
+nnasm_status nnasm::capi::load_program(const nnasm_model_options* opts, const std::string& what,
+                                       const FillProgram& fill, nnasm_model** out) {
   if (!out) return fail(NNASM_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = nullptr;
   nnasm_model_options o;
-  nnasm_model_options_init(&o);
-  if (opts) {
-    if (opts->abi_version != NNASM_ABI_VERSION)
-      return fail(NNASM_ERR_ABI, fmt::format("options from nnasm.h ABI version {}, this library has {} (call "
-                                             "nnasm_model_options_init)",
-                                             opts->abi_version, NNASM_ABI_VERSION));
-    o = *opts;
-  }
+  bool v1_log = false;
+  if (nnasm_status st = read_options(opts, &o, &v1_log)) return st;
   if (o.threads < 1 || o.threads > 256) return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("threads {}: expected 1 to 256", o.threads));
+  if (o.log_level < NNASM_LOG_OFF || o.log_level > NNASM_LOG_DEBUG)
+    return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("log_level {}: expected NNASM_LOG_OFF (0) to NNASM_LOG_DEBUG (4)",
+                                                        o.log_level));
   auto m = std::make_unique<nnasm_model>();
   nnasm::JitConfig jit = m->ctx.jit();
   if (o.isa && !nnasm::isa_from_name(o.isa, &jit.cap))
@@ -156,20 +247,10 @@ nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_m
   }
   if (o.parallel_for) m->ctx.set_parallel_for(o.parallel_for, o.parallel_user);
   else m->ctx.set_pool_spin_us(0);  // a host's threads own the cores: ours sleep between jobs
-  if (o.log) {
-    const nnasm_log_fn fn = o.log;
-    void* user = o.log_user;
-    m->ctx.set_log([fn, user](const std::string& msg) { fn(user, msg.c_str()); });
-  } else {
-    m->ctx.set_log([](const std::string&) {});
-  }
-  Status s = nnasm::check_model_bytes(bytes, what);
-  if (s && nnasm::is_model_file(bytes)) {
-    s = nnasm::model_decode(bytes, what, &m->program);
-  } else if (s) {
-    s = nnasm::program_parse(bytes, what, &m->program);
-    if (s) s = nnasm::check_listing_not_empty(m->program, what);
-  }
+  const LogSink log{o.log, o.log_user, v1_log, o.log_level};
+  // What the engine reports on its own is a fallback it took (a kernel not generated): a warning.
+  m->ctx.set_log([log](const std::string& msg) { log(NNASM_LOG_WARN, msg); });
+  Status s = fill(&m->program, &m->producer);
   if (s) s = m->program.finish();
   if (!s) return fail(NNASM_ERR_BAD_MODEL, s.message());
   m->program.set_training(false);
@@ -185,8 +266,32 @@ nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_m
   m->inputs = describe(run, run.inputs());
   m->outputs = describe(run, run.outputs());
   m->instructions = run.section_range(nnasm::Section::FORWARD).second - run.section_range(nnasm::Section::FORWARD).first;
+  m->carried_state = !run.carried_state().empty();
+  log(NNASM_LOG_INFO, fmt::format("{}: {} instructions, {} inputs, {} outputs, kernels for {}{}", what, m->instructions,
+                                  m->inputs.size(), m->outputs.size(), nnasm::isa_name(m->ctx.jit().isa()),
+                                  jit.enabled ? "" : " (JIT off)"));
   *out = m.release();
   return NNASM_OK;
+}
+
+namespace {
+
+// A model file or a listing in `bytes`.
+nnasm_status load(std::string_view bytes, const std::string& what, const nnasm_model_options* opts,
+                  nnasm_model** out) {
+  return nnasm::capi::load_program(opts, what, [&](nnasm::Program* p, std::string* producer) {
+    Status s = nnasm::check_model_bytes(bytes, what);
+    if (s && nnasm::is_model_file(bytes)) {
+      nnasm::ModelMeta meta;
+      s = nnasm::model_decode(bytes, what, p, &meta);
+      *producer = meta.producer;
+    } else if (s) {
+      s = nnasm::program_parse(bytes, what, p);
+      if (s) s = nnasm::check_listing_not_empty(*p, what);
+      *producer = fmt::format("nnasm {} (listing)", NNASM_VERSION_STRING);
+    }
+    return s;
+  }, out);
 }
 
 // The index of `name` in `ios`, or -1. No allocation.
@@ -196,12 +301,34 @@ int find(const std::vector<Io>& ios, const char* name) {
   return -1;
 }
 
-nnasm_status info_at(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, size_t i, nnasm_tensor_info* info,
-                     const char* what) {
+// Io `i` of `ios`, or a status; `info` is where the caller wants it.
+nnasm_status io_at(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, size_t i, const void* info, const char* what,
+                   const Io** io) {
   if (!m || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or info is NULL");
   const std::vector<Io>& v = m->*ios;
   if (i >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("{} {}: the model has {}", what, i, v.size()));
-  *info = v[i].info;
+  *io = &v[i];
+  return NNASM_OK;
+}
+
+nnasm_status info_at(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, size_t i, nnasm_tensor_info* info,
+                     const char* what) {
+  const Io* io = nullptr;
+  if (nnasm_status s = io_at(m, ios, i, info, what, &io)) return s;
+  return write_sized(info, io->info, TENSOR_INFO_MIN, "tensor info");
+}
+
+nnasm_status info_at_v1(const nnasm_model* m, std::vector<Io> nnasm_model::*ios, size_t i, TensorInfoV1* info,
+                        const char* what) {
+  const Io* io = nullptr;
+  if (nnasm_status s = io_at(m, ios, i, info, what, &io)) return s;
+  const nnasm_tensor_info& t = io->info;
+  info->name = t.name;
+  info->dtype = t.dtype;
+  info->rank = t.rank;
+  std::memcpy(info->dims, t.dims, sizeof info->dims);
+  info->bytes = t.bytes;
+  info->buffer_bytes = t.buffer_bytes;
   return NNASM_OK;
 }
 
@@ -255,7 +382,7 @@ extern "C" {
 
 const char* nnasm_version(void) { return NNASM_VERSION_STRING; }
 uint32_t nnasm_abi_version(void) { return NNASM_ABI_VERSION; }
-const char* nnasm_last_error(void) { return t_last_error.c_str(); }
+const char* nnasm_last_error(void) { return nnasm::capi::t_last_error.c_str(); }
 
 const char* nnasm_status_string(nnasm_status s) {
   switch (s) {
@@ -273,16 +400,26 @@ const char* nnasm_status_string(nnasm_status s) {
   return "unknown status";
 }
 
+void nnasm_model_options_init_sized(nnasm_model_options* o, size_t struct_size) {
+  if (!o || struct_size < sizeof(uint32_t)) return;
+  nnasm_model_options d;
+  std::memset(&d, 0, sizeof d);
+  d.struct_size = static_cast<uint32_t>(struct_size);
+  d.threads = 1;
+  d.jit = 1;
+  d.log_level = NNASM_LOG_INFO;
+  std::memcpy(o, &d, std::min(struct_size, sizeof d));
+  if (struct_size > sizeof d) std::memset(reinterpret_cast<char*>(o) + sizeof d, 0, struct_size - sizeof d);
+}
+
+// Version 1: a host built against that nnasm.h calls it with its smaller struct.
 void nnasm_model_options_init(nnasm_model_options* o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof *o);
-  o->abi_version = NNASM_ABI_VERSION;
-  o->threads = 1;
-  o->jit = 1;
+  nnasm_model_options_init_sized(o, OPTIONS_V1_SIZE);
+  if (o) o->struct_size = ABI_V1;  // where version 1 had abi_version
 }
 
 nnasm_status nnasm_model_load_file(const char* path, const nnasm_model_options* opts, nnasm_model** out) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (out) *out = nullptr;
     if (!path) return fail(NNASM_ERR_INVALID_ARGUMENT, "path is NULL");
     std::string bytes;
@@ -293,7 +430,7 @@ nnasm_status nnasm_model_load_file(const char* path, const nnasm_model_options* 
 }
 
 nnasm_status nnasm_model_load_memory(const void* data, size_t size, const nnasm_model_options* opts, nnasm_model** out) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (out) *out = nullptr;
     if (!data && size) return fail(NNASM_ERR_INVALID_ARGUMENT, "data is NULL");
     return load(std::string_view(static_cast<const char*>(data), size), "<memory>", opts, out);
@@ -314,12 +451,21 @@ nnasm_status nnasm_model_output_count(const nnasm_model* m, size_t* count) {
   return NNASM_OK;
 }
 
-nnasm_status nnasm_model_input_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
+nnasm_status nnasm_model_input_info_v2(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
   return guarded([&] { return info_at(m, &nnasm_model::inputs, index, info, "input"); });
 }
 
-nnasm_status nnasm_model_output_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
+nnasm_status nnasm_model_output_info_v2(const nnasm_model* m, size_t index, nnasm_tensor_info* info) {
   return guarded([&] { return info_at(m, &nnasm_model::outputs, index, info, "output"); });
+}
+
+// Version 1, for hosts built against that nnasm.h.
+nnasm_status nnasm_model_input_info(const nnasm_model* m, size_t index, TensorInfoV1* info) {
+  return guarded([&] { return info_at_v1(m, &nnasm_model::inputs, index, info, "input"); });
+}
+
+nnasm_status nnasm_model_output_info(const nnasm_model* m, size_t index, TensorInfoV1* info) {
+  return guarded([&] { return info_at_v1(m, &nnasm_model::outputs, index, info, "output"); });
 }
 
 nnasm_status nnasm_model_instruction_count(const nnasm_model* m, size_t* count) {
@@ -328,8 +474,21 @@ nnasm_status nnasm_model_instruction_count(const nnasm_model* m, size_t* count) 
   return NNASM_OK;
 }
 
+nnasm_status nnasm_model_metadata(const nnasm_model* m, nnasm_model_metadata_info* info) {
+  if (!m || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or info is NULL");
+  nnasm_model_metadata_info d;
+  std::memset(&d, 0, sizeof d);
+  d.isa = static_cast<nnasm_isa>(m->ctx.jit().isa());
+  d.producer = m->producer.c_str();
+  d.instructions = m->instructions;
+  d.inputs = m->inputs.size();
+  d.outputs = m->outputs.size();
+  d.carried_state = m->carried_state ? 1 : 0;
+  return write_sized(info, d, METADATA_MIN, "model metadata");
+}
+
 nnasm_status nnasm_instance_create(nnasm_model* m, nnasm_instance** out) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (!m || !out) return fail(NNASM_ERR_INVALID_ARGUMENT, "model or out is NULL");
     *out = nullptr;
     std::unique_lock<std::mutex> map_lock(m->map_lock);
@@ -367,14 +526,14 @@ nnasm_status nnasm_instance_get_output(nnasm_instance* in, const char* name, voi
 }
 
 nnasm_status nnasm_instance_tensor_data(nnasm_instance* in, const char* name, void** data, size_t* bytes) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (!data || !bytes) return fail(NNASM_ERR_INVALID_ARGUMENT, "data or bytes is NULL");
     return lookup(in, name, true, true, data, bytes);
   });
 }
 
 nnasm_status nnasm_instance_bind(nnasm_instance* in, const char* name, void* buffer, size_t bytes) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (!in || !name) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or name is NULL");
     const IoView m = io_of(in);
     const int i = find(m.inputs, name), o = i < 0 ? find(m.outputs, name) : -1;
@@ -415,7 +574,7 @@ nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instruction
 }
 
 nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch) {
-  return guarded([&] {
+  return guarded([&]() -> nnasm_status {
     if (!in) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance is NULL");
     if (batch < 1) return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("batch {} is not a size: give at least 1", batch));
     std::lock_guard<std::mutex> map_lock(in->model->map_lock);
@@ -441,19 +600,21 @@ nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch) {
 }
 
 nnasm_status nnasm_instance_input_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info) {
-  if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
-  const std::vector<Io>& v = io_of(in).inputs;
-  if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("input {}: the model has {}", index, v.size()));
-  *info = v[index].info;
-  return NNASM_OK;
+  return guarded([&]() -> nnasm_status {
+    if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
+    const std::vector<Io>& v = io_of(in).inputs;
+    if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("input {}: the model has {}", index, v.size()));
+    return write_sized(info, v[index].info, TENSOR_INFO_MIN, "tensor info");
+  });
 }
 
 nnasm_status nnasm_instance_output_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info) {
-  if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
-  const std::vector<Io>& v = io_of(in).outputs;
-  if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("output {}: the model has {}", index, v.size()));
-  *info = v[index].info;
-  return NNASM_OK;
+  return guarded([&]() -> nnasm_status {
+    if (!in || !info) return fail(NNASM_ERR_INVALID_ARGUMENT, "instance or info is NULL");
+    const std::vector<Io>& v = io_of(in).outputs;
+    if (index >= v.size()) return fail(NNASM_ERR_NOT_FOUND, fmt::format("output {}: the model has {}", index, v.size()));
+    return write_sized(info, v[index].info, TENSOR_INFO_MIN, "tensor info");
+  });
 }
 
 }  // extern "C"

@@ -1,6 +1,7 @@
 /* nnasm.h — the C API of nnasm, for embedding in game engines and other hosts. Valid C99 and C++.
  *
- *   nnasm_model* m;        nnasm_model_load_file("policy.nnm", NULL, &m);
+ *   nnasm_model_options o; nnasm_model_options_init(&o);  o.log = my_log;  (or pass NULL)
+ *   nnasm_model* m;        nnasm_model_load_file("policy.nnm", &o, &m);
  *   nnasm_instance* in;    nnasm_instance_create(m, &in);
  *   nnasm_instance_set_input(in, "obs", obs, sizeof obs);
  *   nnasm_instance_run(in);
@@ -37,10 +38,29 @@
 extern "C" {
 #endif
 
-/* Bumped when a struct's layout or a function's meaning changes; checked at load. */
-#define NNASM_ABI_VERSION 1
+/* The ABI grows without breaking a host built against an older nnasm.h:
+ *   - Every struct that crosses the API begins with `uint32_t struct_size`, the sizeof the caller
+ *     compiled: nnasm_model_options_init sets it for options; the caller sets it in a struct the
+ *     library fills (`nnasm_tensor_info info; info.struct_size = sizeof info;`).
+ *   - Structs grow only at the end, each new field at an offset no less than the previous
+ *     version's sizeof (never in its tail padding), and a new field's 0 means its default.
+ *   - The library reads a struct only up to struct_size: options beyond it take their defaults. A
+ *     larger struct_size (a newer header) is accepted when the fields this library does not know
+ *     are all 0, else NNASM_ERR_ABI. A struct the library fills is written only up to
+ *     struct_size (a smaller one gets the bytes that fit), bytes past its own struct are zeroed,
+ *     and struct_size becomes the bytes of fields written. A struct_size below a struct's first
+ *     version, or above 4096 (an uninitialized struct), is NNASM_ERR_ABI with a message saying
+ *     which.
+ *   - Enums that cross the API are int32_t typedefs with named constants; numbers never change.
+ *   - ABI version 1 (no struct_size; options began with `uint32_t abi_version` = 1 and the log
+ *     callback took no level) still works: options whose first field is 1 are read as version 1,
+ *     and the version-1 symbols nnasm_model_options_init, nnasm_model_input_info and
+ *     nnasm_model_output_info keep their meaning. This header maps those names to the growable
+ *     symbols below (nnasm_model_options_init_sized, nnasm_model_*_info_v2). */
+#define NNASM_ABI_VERSION 2
 
-typedef enum nnasm_status {
+typedef int32_t nnasm_status;
+enum {
   NNASM_OK = 0,
   NNASM_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a bad option value */
   NNASM_ERR_NOT_FOUND = 2,        /* no input or output of that name */
@@ -48,31 +68,42 @@ typedef enum nnasm_status {
   NNASM_ERR_BAD_MODEL = 4,        /* a corrupt, truncated or unsupported model file */
   NNASM_ERR_IO = 5,               /* the file cannot be read */
   NNASM_ERR_OUT_OF_MEMORY = 6,
-  NNASM_ERR_ABI = 7,              /* the caller was built against another nnasm.h */
+  NNASM_ERR_ABI = 7,              /* a struct_size or version this library does not know */
   NNASM_ERR_INTERNAL = 8,
   NNASM_ERR_NOT_READY = 9         /* out of order: an output read before any run finished */
-} nnasm_status;
+};
 
-typedef enum nnasm_dtype { NNASM_F32 = 0, NNASM_I32 = 1 } nnasm_dtype;
+typedef int32_t nnasm_dtype;
+enum { NNASM_F32 = 0, NNASM_I32 = 1 };
+
+/* The instruction set level of a model's kernels. */
+typedef int32_t nnasm_isa;
+enum { NNASM_ISA_REF = 0, NNASM_ISA_AVX2 = 1, NNASM_ISA_AVX512 = 2 };
+
+/* How much a log message matters; nnasm_model_options.log_level is the least severe delivered. */
+typedef int32_t nnasm_log_level;
+enum { NNASM_LOG_OFF = 0, NNASM_LOG_ERROR = 1, NNASM_LOG_WARN = 2, NNASM_LOG_INFO = 3, NNASM_LOG_DEBUG = 4 };
 
 #define NNASM_MAX_RANK 6
 
 typedef struct nnasm_tensor_info {
-  const char* name; /* owned by the model, valid while it lives */
+  uint32_t struct_size; /* set by the caller: sizeof(nnasm_tensor_info) */
+  const char* name;     /* owned by the model, valid while it lives */
   nnasm_dtype dtype;
-  int rank;
+  int32_t rank;
   int64_t dims[NNASM_MAX_RANK];
   size_t bytes;         /* elements × 4 */
   size_t buffer_bytes;  /* what a buffer bound with nnasm_instance_bind must hold: bytes rounded up to 64 */
 } nnasm_tensor_info;
 
-typedef void (*nnasm_log_fn)(void* user, const char* message);
+/* `message` is valid during the call only. Called on the thread that loads or runs. */
+typedef void (*nnasm_log_fn)(void* user, nnasm_log_level level, const char* message);
 
 typedef struct nnasm_model_options {
-  uint32_t abi_version; /* NNASM_ABI_VERSION: set by nnasm_model_options_init */
-  int threads;          /* threads for one run's big steps: 1 (default) runs each on its caller */
+  uint32_t struct_size; /* sizeof(nnasm_model_options): set by nnasm_model_options_init */
+  int32_t threads;      /* threads for one run's big steps: 1 (default) runs each on its caller */
   const char* isa;      /* NULL: NNASM_ISA or the best level; "avx512", "avx2", "ref" cap it */
-  int jit;              /* 1 (default): generated kernels; 0: reference kernels only */
+  int32_t jit;          /* 1 (default): generated kernels; 0: reference kernels only */
   nnasm_log_fn log;     /* where the engine reports its own decisions; NULL: silent */
   void* log_user;
   /* Host-owned memory for the big blocks: weights, state, inputs, outputs, arenas, kernel scratch
@@ -86,7 +117,21 @@ typedef struct nnasm_model_options {
    * which sleep between jobs rather than spin. */
   void (*parallel_for)(void* user, int n_tasks, void (*fn)(void* ctx, int task), void* ctx);
   void* parallel_user;
+  /* Version 2. The least severe message `log` receives: NNASM_LOG_INFO (the default: a line per
+   * model loaded, and warnings: a kernel the engine could not generate and ran by reference) or
+   * any other level up to NNASM_LOG_DEBUG; NNASM_LOG_OFF for none. Version-1 options get INFO. */
+  nnasm_log_level log_level;
 } nnasm_model_options;
+
+/* What a model is; fill with nnasm_model_metadata. */
+typedef struct nnasm_model_metadata_info {
+  uint32_t struct_size;    /* set by the caller: sizeof(nnasm_model_metadata_info) */
+  nnasm_isa isa;           /* the level its kernels were generated for (NNASM_ISA_REF with jit 0) */
+  const char* producer;    /* what wrote it ("nnasm 0.1.0 (format 1.0)"), owned by the model */
+  size_t instructions;     /* in one run: nnasm_model_instruction_count */
+  size_t inputs, outputs;  /* their names and shapes: nnasm_model_input_info, _output_info */
+  int32_t carried_state;   /* 1: a run leaves state for the next (see nnasm_instance_reset_state) */
+} nnasm_model_metadata_info;
 
 typedef struct nnasm_model nnasm_model;
 typedef struct nnasm_instance nnasm_instance;
@@ -99,8 +144,10 @@ const char* nnasm_status_string(nnasm_status s);
 /* The message of the calling thread's last failure; "" if none. Valid until its next call. */
 const char* nnasm_last_error(void);
 
-/* Fills `o` with the defaults and this header's ABI version. */
-void nnasm_model_options_init(nnasm_model_options* o);
+/* Fills the first `struct_size` bytes of `o` with the defaults (0 past what this library knows)
+ * and sets o->struct_size. Use the macro: nnasm_model_options_init(&o). */
+void nnasm_model_options_init_sized(nnasm_model_options* o, size_t struct_size);
+#define nnasm_model_options_init(o) nnasm_model_options_init_sized((o), sizeof *(o))
 
 /* Loads a model file (.nnm) or a listing (.nnasm), compiles it for this CPU and prepares it for
  * inference. `opts` may be NULL (defaults). On failure *out is NULL. */
@@ -112,11 +159,17 @@ nnasm_status nnasm_model_load_memory(const void* data, size_t size, const nnasm_
 void nnasm_model_free(nnasm_model* m);
 
 nnasm_status nnasm_model_input_count(const nnasm_model* m, size_t* count);
-nnasm_status nnasm_model_input_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info);
 nnasm_status nnasm_model_output_count(const nnasm_model* m, size_t* count);
-nnasm_status nnasm_model_output_info(const nnasm_model* m, size_t index, nnasm_tensor_info* info);
+/* Input or output `index` (info->struct_size set by the caller); NNASM_ERR_NOT_FOUND past the end. */
+nnasm_status nnasm_model_input_info_v2(const nnasm_model* m, size_t index, nnasm_tensor_info* info);
+nnasm_status nnasm_model_output_info_v2(const nnasm_model* m, size_t index, nnasm_tensor_info* info);
+#define nnasm_model_input_info nnasm_model_input_info_v2
+#define nnasm_model_output_info nnasm_model_output_info_v2
 /* Instructions in one run (the unit of nnasm_instance_run_steps). */
 nnasm_status nnasm_model_instruction_count(const nnasm_model* m, size_t* count);
+/* What the model is: producer, size, inputs and outputs, ISA level, carried state
+ * (info->struct_size set by the caller). */
+nnasm_status nnasm_model_metadata(const nnasm_model* m, nnasm_model_metadata_info* info);
 
 /* A new instance of `m` with its own inputs, outputs and arena. */
 nnasm_status nnasm_instance_create(nnasm_model* m, nnasm_instance** out);
@@ -157,7 +210,8 @@ nnasm_status nnasm_instance_run_steps(nnasm_instance* in, size_t max_instruction
  * nnasm_last_error(), the instance unchanged; so is batch < 1. Allocates; writes the model's
  * shared tensor map, so no other thread may use the model or its instances meanwhile. */
 nnasm_status nnasm_instance_set_batch(nnasm_instance* in, int64_t batch);
-/* This instance's inputs and outputs: the model's, or their sizes at the instance's batch. */
+/* This instance's inputs and outputs: the model's, or their sizes at the instance's batch. Set
+ * info->struct_size as for nnasm_model_input_info. */
 nnasm_status nnasm_instance_input_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info);
 nnasm_status nnasm_instance_output_info(const nnasm_instance* in, size_t index, nnasm_tensor_info* info);
 

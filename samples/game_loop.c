@@ -67,6 +67,12 @@ static int check(nnasm_status s, const char* what) {
   return 1;
 }
 
+/* The engine's own reports (a kernel it could not generate) go to the game's log. */
+static void on_log(void* user, nnasm_log_level level, const char* message) {
+  (void)user;
+  fprintf(stderr, "game_loop: nnasm %s: %s\n", level <= NNASM_LOG_WARN ? "warning" : "note", message);
+}
+
 /* What an agent sees this frame (the game's work, not the network's). */
 static void observe(Agent* a, int frame, int index) {
   int i;
@@ -121,6 +127,7 @@ int main(int argc, char** argv) {
   volatile int frame = 0;
   nnasm_model* model = NULL;
   nnasm_model_options opts;
+  nnasm_model_metadata_info meta;
   Agent* all;
   Worker workers[MAX_THREADS];
   pthread_t tid[MAX_THREADS];
@@ -139,8 +146,12 @@ int main(int argc, char** argv) {
   if (threads > agents) threads = agents;
 
   /* One model, shared; each run stays on the thread that calls it (threads = 1). */
-  nnasm_model_options_init(&opts);
+  nnasm_model_options_init(&opts); /* sets struct_size: set options only after it */
+  opts.log = on_log;
+  opts.log_level = NNASM_LOG_WARN; /* fallbacks only, not a line per load */
   if (check(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, &opts, &model), "load")) return 1;
+  meta.struct_size = sizeof meta; /* what this build of the game knows of the struct */
+  if (check(nnasm_model_metadata(model, &meta), "metadata")) return 1;
   all = (Agent*)calloc((size_t)agents, sizeof *all);
   frame_time = (double*)malloc(sizeof(double) * MAX_FRAMES);
   if (!all || !frame_time) return 1;
@@ -181,8 +192,9 @@ int main(int argc, char** argv) {
 
   for (i = 0; i < frames; ++i) sum += frame_time[i];
   qsort(frame_time, (size_t)frames, sizeof *frame_time, by_value);
-  printf("game loop: %d agents, policy 32-64-64-8, %d thread%s, nnasm %s\n", agents, threads, threads == 1 ? "" : "s",
-         nnasm_version());
+  printf("game loop: %d agents, policy 32-64-64-8 (%lu instructions, %s kernels), %d thread%s, nnasm %s\n", agents,
+         (unsigned long)meta.instructions, meta.isa == NNASM_ISA_AVX512 ? "avx512" : meta.isa == NNASM_ISA_AVX2 ? "avx2" : "reference",
+         threads, threads == 1 ? "" : "s", nnasm_version());
   printf("frames: %d in %.2f s: %.0f frames/s, frame time mean %.3f ms, p99 %.3f ms\n", frames, now() - start,
          frames / sum, 1e3 * sum / frames, 1e3 * frame_time[(size_t)((frames - 1) * 0.99)]);
   printf("per-agent inference: %.2f us (set input, run, get output, argmax; mean over %ld runs)\n", 1e6 * busy / (double)runs,

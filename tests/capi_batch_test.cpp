@@ -44,7 +44,8 @@ TEST(CApiBatch, RowsAtBatchFiveEqualRowsRunAlone) {
   Loaded l(kPolicy);
   ASSERT_TRUE(l.many);
   ASSERT_EQ(nnasm_instance_set_batch(l.many, 5), NNASM_OK) << nnasm_last_error();
-  nnasm_tensor_info info;
+  nnasm_tensor_info info{};
+  info.struct_size = sizeof info;
   ASSERT_EQ(nnasm_instance_input_info(l.many, 0, &info), NNASM_OK);
   EXPECT_EQ(info.dims[0], 5);
   EXPECT_EQ(info.bytes, 5 * 6 * sizeof(float));
@@ -85,7 +86,8 @@ TEST(CApiBatch, MisuseIsAStatusWithAMessage) {
   EXPECT_NE(std::string(nnasm_last_error()).find("batch 0"), std::string::npos) << nnasm_last_error();
   EXPECT_EQ(nnasm_instance_set_batch(l.many, -4), NNASM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(nnasm_instance_set_batch(l.many, int64_t(1) << 40), NNASM_ERR_INVALID_ARGUMENT);
-  nnasm_tensor_info info;
+  nnasm_tensor_info info{};
+  info.struct_size = sizeof info;
   EXPECT_EQ(nnasm_instance_input_info(l.many, 1, &info), NNASM_ERR_NOT_FOUND);
   EXPECT_EQ(nnasm_instance_input_info(nullptr, 0, &info), NNASM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(nnasm_instance_output_info(l.many, 0, nullptr), NNASM_ERR_INVALID_ARGUMENT);

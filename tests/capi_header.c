@@ -15,6 +15,7 @@ int nnasm_c_run_listing(const char* listing, const float* x, size_t n_x, float* 
   size_t inputs = 0;
   nnasm_status s;
   nnasm_model_options_init(&opts);
+  info.struct_size = sizeof info;
   s = nnasm_model_load_memory(listing, strlen(listing), &opts, &model);
   if (s == NNASM_OK) s = nnasm_model_input_count(model, &inputs);
   if (s == NNASM_OK && inputs > 0) s = nnasm_model_input_info(model, 0, &info);

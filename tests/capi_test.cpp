@@ -67,6 +67,7 @@ TEST(CApi, VersionAndQueries) {
   ASSERT_EQ(nnasm_model_input_count(model.m, &n), NNASM_OK);
   EXPECT_EQ(n, 1u);
   nnasm_tensor_info info;
+  info.struct_size = sizeof info;
   ASSERT_EQ(nnasm_model_input_info(model.m, 0, &info), NNASM_OK);
   EXPECT_STREQ(info.name, "x");
   EXPECT_EQ(info.dtype, NNASM_F32);
@@ -139,7 +140,7 @@ TEST(CApi, MisuseIsAStatusWithAMessage) {
   EXPECT_NE(std::string(nnasm_last_error()).find("byte "), std::string::npos) << nnasm_last_error();
   nnasm_model_options o;
   nnasm_model_options_init(&o);
-  o.abi_version = 999;
+  o.struct_size = 3;  // neither version 1 nor a size
   EXPECT_EQ(nnasm_model_load_memory(kPolicy, sizeof kPolicy - 1, &o, &m), NNASM_ERR_ABI);
   nnasm_model_options_init(&o);
   o.isa = "sse9";
@@ -282,6 +283,7 @@ TEST(CApi, CallerBuffersBoundToInputsAndOutputs) {
   ASSERT_EQ(nnasm_instance_create(model.m, &in), NNASM_OK);
   ASSERT_EQ(nnasm_instance_create(model.m, &copying), NNASM_OK);
   nnasm_tensor_info xi, yi;
+  xi.struct_size = yi.struct_size = sizeof xi;
   ASSERT_EQ(nnasm_model_input_info(model.m, 0, &xi), NNASM_OK);
   ASSERT_EQ(nnasm_model_output_info(model.m, 0, &yi), NNASM_OK);
   EXPECT_EQ(xi.buffer_bytes, 64u);

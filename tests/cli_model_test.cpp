@@ -193,7 +193,7 @@ TEST_F(CliModelTest, ANpyFileIsNotAModel) {
 }
 
 TEST_F(CliModelTest, EveryCommandHasHelpAndTheToolHasAVersion) {
-  for (const char* cmd : {"check", "run", "opt", "info", "dump", "build", "bench"}) {
+  for (const char* cmd : {"check", "run", "opt", "info", "dump", "build", "bench", "export"}) {
     ToolResult r = tool({cmd, "--help"});
     EXPECT_EQ(r.code, 0) << cmd << r.err;
     EXPECT_NE(r.out.find("Usage:"), std::string::npos) << cmd;

@@ -75,6 +75,9 @@ struct RunOptions {
   int opt_level = -1;    // -O0 / -O1; -1: the context's default (NNASM_OPT, else 1)
   bool train = false;    // run in training mode; else inference, whatever the listing's `mode` says
   int64_t batch = 0;     // > 0: run at this batch (every input's leading dimension); 0: the file's
+  std::vector<std::string> expects;  // NAME=REF.npy: compare output NAME with the file's values
+  double atol = 1e-5, rtol = 1e-4;   // --expect passes where |a - b| <= atol + rtol * |b|
+  std::string isa;                   // --isa: avx512|avx2|ref, like NNASM_ISA; empty: the context's
 };
 
 struct OptOptions {
@@ -142,6 +145,8 @@ struct BenchOptions {
   bool train = false;            // time whole training steps instead of forward runs
   bool profile = false;          // then time each instruction and print the listing with the times
   int64_t batch = 0;             // > 0: run at this batch (every input's leading dimension)
+  bool json = false;             // print the results as one JSON object instead of the table
+  std::string isa;               // --isa: avx512|avx2|ref, like NNASM_ISA; empty: the context's
 };
 // `nnasm bench FILE`: the forward run's latency (p50, p99, mean, min over single runs) at the
 // program's own batch size and the throughput in samples per second (batch = the first input's
@@ -169,6 +174,21 @@ struct ImportOptions {
 // every problem, one line each, then fails. -o writes a model file with the weights; --listing
 // a listing — naming the weights in OUT.nnm when -o is given too, holding them inline otherwise.
 Status cmd_import(const ImportOptions& o);
+
+struct ExportCmdOptions {
+  std::string file;                  // the trained model (or a training listing)
+  std::string out;                   // the inference model file to write
+  bool inference = false;            // --inference: the only kind of export so far
+  std::vector<std::string> outputs;  // --output NAME: the outputs to keep; empty: all but the loss
+  int64_t batch = 0;                 // --batch N: the batch size of the export; 0: the trained one's
+};
+// `nnasm export --inference [--output NAME]... [--batch N] FILE -o OUT.nnm`: writes the inference
+// model of a trained one (serialize/export.h: export_inference), and notes its inputs and outputs.
+Status cmd_export(const ExportCmdOptions& o);
+
+// --isa LEVEL of run and bench: lowers the context's JIT cap to LEVEL (avx512, avx2 or ref), as
+// NNASM_ISA does. A level above what this CPU has is an error naming the CPU's best level.
+Status apply_isa(Context& ctx, const std::string& level);
 
 // Formats a tensor's values like numpy's repr of an array body: nested brackets, values aligned
 // to a common width, rows wrapped at 75 columns, and arrays over 1000 elements summarized to 3

@@ -1,4 +1,5 @@
-// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S | --runs N] [--threads N] [--train] [--profile]`: how fast a
+// `nnasm bench FILE [--in NAME=PATH.npy]... [--seconds S | --runs N] [--threads N] [--isa LEVEL] [--train]
+// [--profile] [--json]`: how fast a
 // model runs here, as a user would measure it before shipping: each forward run (or training step)
 // timed on its own after a warm-up, reported as percentiles, and the throughput in samples per
 // second at the program's batch size. Inputs not given hold a fixed pattern (values do not change
@@ -86,6 +87,8 @@ void print_profile(Executor& ex, bool train, std::chrono::duration<double> budge
 
 Status cmd_bench(const BenchOptions& o) {
   if (!(o.seconds > 0 && o.seconds <= 3600)) return Status::errorf("nnasm: error: --seconds {}: expected 0 < S <= 3600", o.seconds);
+  if (o.json && o.profile)
+    return Status::error("nnasm: error: --json and --profile: the profile is a listing, not JSON; use one at a time");
   if (o.runs < 0) return Status::errorf("nnasm: error: --runs {}: expected N >= 1", o.runs);
   Context ctx;
   Program loaded(ctx);
@@ -93,6 +96,7 @@ Status cmd_bench(const BenchOptions& o) {
   std::unique_ptr<Program> rebatched;
   NNASM_TRY(at_batch(loaded, o.batch, o.file, &rebatched));
   Program& prog = rebatched ? *rebatched : loaded;
+  NNASM_TRY(apply_isa(ctx, o.isa));
   if (o.train && !prog.has_section(Section::UPDATE))
     return Status::errorf("nnasm: error: --train: {} has no update section (not a training program)", o.file);
   std::map<TensorId, NpyArray> data;
@@ -145,6 +149,17 @@ Status cmd_bench(const BenchOptions& o) {
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(times.begin(), times.end());
   auto pct = [&](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * (times.size() - 1) + 0.5))]; };
+  if (o.json) {
+    // One object a script can read (microseconds per run); names are plain, so no escaping but the file's.
+    std::string file;
+    for (char c : o.file) file += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    fmt::print("{{\"model\": \"{}\", \"mode\": \"{}\", \"isa\": \"{}\", \"threads\": {}, \"batch\": {}, \"runs\": {}, "
+               "\"seconds\": {:.6f}, \"median_us\": {:.3f}, \"p99_us\": {:.3f}, \"mean_us\": {:.3f}, \"min_us\": {:.3f}, "
+               "\"samples_per_second\": {:.1f}}}\n",
+               file, o.train ? "train" : "forward", isa_name(ctx.jit().isa()), ctx.threads(), batch, runs, total,
+               pct(0.5) * 1e6, pct(0.99) * 1e6, sum / runs * 1e6, fastest * 1e6, batch * runs / sum);
+    return Status::ok();
+  }
   fmt::print("bench:      {} ({}), {} thread{}, isa {}, batch {}{}\n", o.file, o.train ? "training steps" : "forward runs",
              ctx.threads(), ctx.threads() == 1 ? "" : "s", isa_name(ctx.jit().isa()), batch,
              first ? fmt::format(" (%{} {})", prog.desc(inputs[0]).name, first->str()) : "");

@@ -51,6 +51,9 @@ int tool_main(int argc, char** argv) {
       "  nnasm bench edited.nnm --seconds 5\n"
       "  nnasm bench model.nnasm --train --profile\n"
       "  nnasm import model.onnx -o model.nnm --shape input=1,3,224,224\n"
+      "  nnasm export --inference trained.nnm -o infer.nnm\n"
+      "  nnasm run infer.nnm --in x=x.npy --expect probs=ref.npy --atol 1e-4\n"
+      "  nnasm bench infer.nnm --runs 1000 --json\n"
       "\n"
       "FILE is a listing (.nnasm) or a model file (.nnm), told apart by content.\n"
       "Exit status: 0 success, 1 user error (options, files, names, shapes), 2 internal error.");
@@ -60,6 +63,10 @@ int tool_main(int argc, char** argv) {
   check_cmd->add_option("FILE", check.file, "Listing or model file to check")->required();
   check_cmd->add_flag("--print", check.print, "Write the normalized listing to stdout");
 
+  // --isa on run and bench: a level above the CPU's is an error rather than a silent cap, so a
+  // measurement never claims a level it did not use.
+  const char* isa_help = "Highest ISA level for generated kernels: avx512, avx2 or ref (as NNASM_ISA; a level "
+                         "this CPU lacks is an error)";
   nnasm::RunOptions run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run a listing once on inputs from .npy files (inference unless --train)");
@@ -90,6 +97,14 @@ int tool_main(int argc, char** argv) {
   run_cmd->add_option("--batch", run.batch, "Run at batch N: every input's leading dimension becomes N")
       ->type_name("N")
       ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--expect", run.expects,
+                      "Compare output NAME with a .npy file elementwise (|a-b| <= atol + rtol*|b|); exit 1 and "
+                      "print the worst element on a mismatch (repeatable)")
+      ->type_name("NAME=REF.npy")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--atol", run.atol, "Absolute tolerance of --expect (default 1e-5)")->type_name("A");
+  run_cmd->add_option("--rtol", run.rtol, "Relative tolerance of --expect (default 1e-4)")->type_name("R");
+  run_cmd->add_option("--isa", run.isa, isa_help)->type_name("LEVEL");
   run_cmd->add_option("-O", run.opt_level, "Optimizer level: -O0 runs the listing as written, -O1 (default) optimizes")
       ->type_name("LEVEL")
       ->check(CLI::Range(0, 1));
@@ -145,10 +160,29 @@ int tool_main(int argc, char** argv) {
   bench_cmd->add_option("--batch", bench.batch, "Run at batch N: every input's leading dimension becomes N")
       ->type_name("N")
       ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--isa", bench.isa, isa_help)->type_name("LEVEL");
+  bench_cmd->add_flag("--json", bench.json,
+                      "Print one JSON object (model, mode, isa, threads, batch, runs, seconds, median_us, p99_us, "
+                      "mean_us, min_us, samples_per_second) instead of the table");
   bench_cmd->add_flag("--train", bench.train, "Time training steps (forward, backward, update)");
   bench_cmd->add_flag("--profile", bench.profile,
                       "Then time each instruction on its own: the listing with kernel, time per run and each "
                       "parallel part's start and time");
+
+  nnasm::ExportCmdOptions export_opts;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Turn a trained model into an inference model: the forward computation of the chosen outputs "
+                "with the trained weights; no labels, loss, backward, update or optimizer state");
+  export_cmd->add_option("FILE", export_opts.file, "Trained model file (or training listing)")->required();
+  export_cmd->add_flag("--inference", export_opts.inference, "Export an inference model (required: the only kind so far)");
+  export_cmd->add_option("--output", export_opts.outputs,
+                         "Keep this output (repeatable; default: the forward outputs other than the loss)")
+      ->type_name("NAME")
+      ->allow_extra_args(false);
+  export_cmd->add_option("--batch", export_opts.batch, "Batch size of the inference model (default: the trained one's)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  export_cmd->add_option("-o", export_opts.out, "Inference model file to write")->type_name("OUT.nnm")->required();
 
   nnasm::ImportOptions imp;
   CLI::App* import_cmd =
@@ -188,6 +222,7 @@ int tool_main(int argc, char** argv) {
   if (bench_cmd->parsed()) return report(nnasm::cmd_bench(bench));
   if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
   if (import_cmd->parsed()) return report(nnasm::cmd_import(imp));
+  if (export_cmd->parsed()) return report(nnasm::cmd_export(export_opts));
   if (opt_cmd->parsed()) {
     if (opt.file.empty() && !opt.list) return report(nnasm::Status::error("nnasm opt: error: FILE is required"));
     return report(nnasm::cmd_opt(opt));
