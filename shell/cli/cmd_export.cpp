@@ -22,12 +22,13 @@ Status cmd_export(const ExportCmdOptions& o) {
   ExportOptions eo;
   eo.outputs = o.outputs;
   NNASM_TRY(export_inference(trained, eo, &prog).with_prefix(fmt::format("nnasm: error: {}: ", o.file)));
-  // COORDINATOR: wire --batch here: prog = with_batch(prog, o.batch) (the rebatching helper's
-  // function), then drop the "not yet" error below.
-  if (o.batch > 0) return Status::error("nnasm: error: export --batch: not yet (the program keeps its batch size)");
-  NNASM_TRY(model_save(prog, o.out));
-  note("{}: inference model of {} with output{} {}, input{} {}", o.out, o.file, prog.outputs().size() == 1 ? "" : "s",
-       tensor_names(prog, prog.outputs()), prog.inputs().size() == 1 ? "" : "s", tensor_names(prog, prog.inputs()));
+  std::unique_ptr<Program> rebatched;
+  NNASM_TRY(at_batch(prog, o.batch, o.file, &rebatched));
+  const Program& exported = rebatched ? *rebatched : prog;
+  NNASM_TRY(model_save(exported, o.out));
+  note("{}: inference model of {} with output{} {}, input{} {}", o.out, o.file, exported.outputs().size() == 1 ? "" : "s",
+       tensor_names(exported, exported.outputs()), exported.inputs().size() == 1 ? "" : "s",
+       tensor_names(exported, exported.inputs()));
   return Status::ok();
 }
 
