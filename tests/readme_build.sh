@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Keeps README's "Use nnasm from your own project" true: takes the C++ program of "## A model in
-# C++" and the first ```sh block of "## Use nnasm from your own project" out of README.md, runs that
-# command line as written (NNASM set to this checkout) in a scratch directory against the built
-# build/libnnasm.a, runs the program, and checks that it prints the listing of "## A listing".
+# C++" and the first ```sh block of "## Use nnasm from your own project" out of README.md, runs
+# those commands as written (NNASM set to this checkout, HOME a scratch directory, so the install
+# goes there), runs the program, and checks that it prints the listing of "## A listing".
 # `make test` runs it after the suite. Exit status 0 when all three hold.
 set -euo pipefail
 NNASM=$(cd "$(dirname "$0")/.." && pwd)
 export NNASM
 readme="$NNASM/README.md"
-[ -f "$NNASM/build/libnnasm.a" ] || { echo "readme_build: build/libnnasm.a is missing (run make first)" >&2; exit 1; }
+[ -f "$NNASM/build/libnnasm.so" ] || { echo "readme_build: build/libnnasm.so is missing (run make first)" >&2; exit 1; }
 
 # The first fenced block opening with ```LANG (any language when LANG is empty) in the section
 # whose heading is exactly HEADING.
@@ -30,7 +30,7 @@ for f in my.cpp build.sh listing.txt; do
 done
 
 echo "readme_build: $(tr -d '\\' < "$work/build.sh" | tr -s ' \n' ' ')"
-(cd "$work" && bash -e build.sh) || { echo "readme_build: README's compile line failed" >&2; exit 1; }
+(cd "$work" && HOME="$work" bash -e build.sh) || { echo "readme_build: README's compile line failed" >&2; exit 1; }
 (cd "$work" && ./my > out.txt) || { echo "readme_build: README's program failed" >&2; exit 1; }
 if ! head -n "$(wc -l < "$work/listing.txt")" "$work/out.txt" | diff -u "$work/listing.txt" - >&2; then
   echo "readme_build: the program's listing (+) differs from README's (-)" >&2
