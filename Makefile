@@ -171,6 +171,7 @@ test: deps
 	$(if $(SAN),,tests/readme_build.sh)
 	$(if $(SAN),,tests/readme_files.sh)
 	$(if $(SAN),,tests/install/consumer_test.sh)
+	$(if $(SAN),,tests/workflow.sh)
 	$(if $(SAN),,@$(MAKE) $(ABI_V1_CLIENT) && $(ABI_V1_CLIENT))
 
 # The library and the suite built with -fno-exceptions -fno-rtti into build/noexcept/ (the

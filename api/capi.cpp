@@ -234,7 +234,9 @@ nnasm_status nnasm::capi::load_program(const nnasm_model_options* opts, const st
   nnasm::JitConfig jit = m->ctx.jit();
   if (o.isa && !nnasm::isa_from_name(o.isa, &jit.cap))
     return fail(NNASM_ERR_INVALID_ARGUMENT, fmt::format("isa '{}': expected avx512, avx2 or ref", o.isa));
-  jit.enabled = o.jit != 0;
+  // NNASM_JIT=0 in the environment (the context's default) turns generated code off for every
+  // host; the option can only turn it off as well.
+  jit.enabled = jit.enabled && o.jit != 0;
   m->ctx.set_jit(jit);
   m->ctx.set_threads(o.threads);
   if (o.alloc || o.free) {

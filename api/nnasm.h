@@ -103,7 +103,7 @@ typedef struct nnasm_model_options {
   uint32_t struct_size; /* sizeof(nnasm_model_options): set by nnasm_model_options_init */
   int32_t threads;      /* threads for one run's big steps: 1 (default) runs each on its caller */
   const char* isa;      /* NULL: NNASM_ISA or the best level; "avx512", "avx2", "ref" cap it */
-  int32_t jit;          /* 1 (default): generated kernels; 0: reference kernels only */
+  int32_t jit;          /* 1 (default): generated kernels unless NNASM_JIT=0; 0: reference only */
   nnasm_log_fn log;     /* where the engine reports its own decisions; NULL: silent */
   void* log_user;
   /* Host-owned memory for the big blocks: weights, state, inputs, outputs, arenas, kernel scratch

@@ -73,14 +73,15 @@ _PROTOTYPES = {
     "nnasm_model_load_memory": (_STATUS, [ctypes.c_void_p, _SIZE, ctypes.POINTER(_ModelOptions), _PP]),
     "nnasm_model_free": (None, [_P]),
     "nnasm_model_input_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
-    "nnasm_model_input_info_v2": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
     "nnasm_model_output_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
-    "nnasm_model_output_info_v2": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
     "nnasm_instance_create": (_STATUS, [_P, _PP]),
     "nnasm_instance_free": (None, [_P]),
     "nnasm_instance_tensor_data": (_STATUS, [_P, ctypes.c_char_p, _PP, ctypes.POINTER(_SIZE)]),
     "nnasm_instance_run": (_STATUS, [_P]),
     "nnasm_instance_reset_state": (_STATUS, [_P]),
+    "nnasm_instance_set_batch": (_STATUS, [_P, ctypes.c_int64]),
+    "nnasm_instance_input_info": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
+    "nnasm_instance_output_info": (_STATUS, [_P, _SIZE, ctypes.POINTER(_TensorInfo)]),
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -147,14 +148,14 @@ def _check(status):
                     lib.nnasm_status_string(status).decode())
 
 
-def _infos(model, count_fn, info_fn):
+def _infos(model, count_fn, instance, info_fn):
     n = _SIZE()
     _check(count_fn(model, ctypes.byref(n)))
     out = []
     for i in range(n.value):
         info = _TensorInfo()
         info.struct_size = ctypes.sizeof(info)
-        _check(info_fn(model, i, ctypes.byref(info)))
+        _check(info_fn(instance, i, ctypes.byref(info)))
         out.append(TensorInfo(info.name.decode(), tuple(info.dims[: info.rank]), _DTYPES[info.dtype]))
     return out
 
@@ -164,9 +165,10 @@ class Model:
     loads its own copy), or lock around run().
 
     `threads`: threads for one run's big steps (default 1). `isa`: "avx512", "avx2" or "ref" caps
-    the generated kernels' level (default: NNASM_ISA, else the CPU's best)."""
+    the generated kernels' level (default: NNASM_ISA, else the CPU's best). `batch`: runs the
+    model at that batch size instead of the one it was saved with (see set_batch)."""
 
-    def __init__(self, path=None, threads=None, isa=None, *, _data=None):
+    def __init__(self, path=None, threads=None, isa=None, batch=None, *, _data=None):
         lib = library()
         self._model = ctypes.c_void_p()
         self._instance = ctypes.c_void_p()
@@ -182,21 +184,34 @@ class Model:
             buf = ctypes.create_string_buffer(bytes(_data), len(_data))
             _check(lib.nnasm_model_load_memory(buf, len(_data), ctypes.byref(opts), ctypes.byref(self._model)))
         try:
-            self.inputs = _infos(self._model, lib.nnasm_model_input_count, lib.nnasm_model_input_info_v2)
-            self.outputs = _infos(self._model, lib.nnasm_model_output_count, lib.nnasm_model_output_info_v2)
             _check(lib.nnasm_instance_create(self._model, ctypes.byref(self._instance)))
-            # The instance's own buffers (valid while it lives), seen as numpy arrays: run() copies
-            # inputs into them and reads outputs from them without another copy through the C API.
-            self._in_views = {t.name: self._view(t) for t in self.inputs}
-            self._out_views = {t.name: self._view(t) for t in self.outputs}
+            if batch is not None:
+                _check(lib.nnasm_instance_set_batch(self._instance, int(batch)))
+            self._refresh()
         except BaseException:
             self.close()
             raise
 
     @classmethod
-    def from_bytes(cls, data, threads=None, isa=None):
+    def from_bytes(cls, data, threads=None, isa=None, batch=None):
         """A model from the bytes of a model file (.nnm) or a listing."""
-        return cls(None, threads, isa, _data=data)
+        return cls(None, threads, isa, batch, _data=data)
+
+    def set_batch(self, batch):
+        """Runs the model at batch size `batch` from now on (the leading dimension of every input
+        and of the outputs that follow it): inputs and outputs change shape, earlier views from
+        run(copy=False) become invalid. Raises nnasm.Error saying why where the model cannot."""
+        _check(library().nnasm_instance_set_batch(self._instance, int(batch)))
+        self._refresh()
+
+    def _refresh(self):
+        lib = library()
+        self.inputs = _infos(self._model, lib.nnasm_model_input_count, self._instance, lib.nnasm_instance_input_info)
+        self.outputs = _infos(self._model, lib.nnasm_model_output_count, self._instance, lib.nnasm_instance_output_info)
+        # The instance's own buffers (valid while it lives), seen as numpy arrays: run() copies
+        # inputs into them and reads outputs from them without another copy through the C API.
+        self._in_views = {t.name: self._view(t) for t in self.inputs}
+        self._out_views = {t.name: self._view(t) for t in self.outputs}
 
     def _view(self, t):
         ptr, size = ctypes.c_void_p(), _SIZE()

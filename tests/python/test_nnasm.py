@@ -60,6 +60,30 @@ class NnasmTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def test_set_batch(self):
+        # One input with the batch leading: the model runs at any batch; the rows are the
+        # reference's. A model whose inputs disagree on the batch says so.
+        path = os.path.join(self.dir.name, "one.nnasm")
+        with open(path, "w") as f:
+            f.write(LISTING.split("input  %idx")[0] + f"param  @w : f32[3,4] = [{fmt(W)}]\n"
+                    f"param  @b : f32[4] = [{fmt(B)}]\noutput %y\n\nforward:\n"
+                    "  LINEAR  %x, @w, @b -> %h  act=relu\n  SOFTMAX %h -> %y\n")
+        x = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+        idx = np.zeros(5, np.int32)
+        with nnasm.Model(path, batch=5) as m:
+            self.assertEqual(m.inputs[0].shape, (5, 3))
+            np.testing.assert_allclose(m.run({"x": x})["y"], reference(x, idx)["y"], rtol=1e-5, atol=1e-6)
+            m.set_batch(1)
+            self.assertEqual(m.outputs[0].shape, (1, 4))
+            np.testing.assert_allclose(m.run({"x": x[2:3]})["y"], reference(x[2:3], idx[:1])["y"], rtol=1e-5,
+                                       atol=1e-6)
+            with self.assertRaises(nnasm.Error):
+                m.set_batch(0)
+        with nnasm.Model(self.path) as m:
+            with self.assertRaises(nnasm.Error) as e:
+                m.set_batch(4)
+            self.assertIn("idx", e.exception.message)
+
     def test_infos(self):
         with nnasm.Model(self.path) as m:
             self.assertEqual(m.inputs, [nnasm.TensorInfo("x", (2, 3), np.dtype(np.float32)),
