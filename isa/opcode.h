@@ -29,6 +29,9 @@ enum OpFlags : uint32_t {
   // The output is the input's bytes under another shape: the memory planner may give it the
   // input's slot where the input dies there, and the kernel then copies nothing.
   OPF_VIEW = 1u << 7,
+  // Takes operands of the reduced-precision storage types (bf16, i8, u8: isa/shape.h), each where
+  // its shape inference says. Program::append refuses such an operand for every other op.
+  OPF_REDUCED = 1u << 8,
 };
 
 enum class OpCategory : uint8_t { ELEMENTWISE_UNARY, ELEMENTWISE_BINARY, LINALG, REDUCE, SHAPE, DATA, LOSS, OPTIMIZER };

@@ -5,7 +5,15 @@
 
 namespace nnasm {
 
-const char* dtype_name(DType t) { return t == DType::I32 ? "i32" : "f32"; }
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::I32: return "i32";
+    case DType::BF16: return "bf16";
+    case DType::I8: return "i8";
+    case DType::U8: return "u8";
+    default: return "f32";
+  }
+}
 
 Shape::Shape(std::initializer_list<int64_t> d) {
   rank = static_cast<int>(d.size() < MAX_RANK ? d.size() : MAX_RANK);

@@ -10,9 +10,14 @@ namespace nnasm {
 
 constexpr int MAX_RANK = 6;
 
-enum class DType : uint8_t { F32 = 0, I32 = 1 };
+// F32 and I32 are what instructions compute with. BF16, I8 and U8 are storage types for reduced-
+// precision inference (weights, their quantized activations): only instructions that say so take
+// them (OPF_REDUCED), and model inputs and outputs stay f32 or i32.
+enum class DType : uint8_t { F32 = 0, I32 = 1, BF16 = 2, I8 = 3, U8 = 4 };
+constexpr int DTYPE_COUNT = 5;
 const char* dtype_name(DType t);
-inline size_t dtype_size(DType) { return 4; }
+inline size_t dtype_size(DType t) { return t == DType::BF16 ? 2 : t == DType::I8 || t == DType::U8 ? 1 : 4; }
+inline bool dtype_reduced(DType t) { return t == DType::BF16 || t == DType::I8 || t == DType::U8; }
 
 struct Shape {
   int rank = 0;
