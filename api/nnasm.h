@@ -73,8 +73,11 @@ enum {
   NNASM_ERR_NOT_READY = 9         /* out of order: an output read before any run finished */
 };
 
+/* Inputs and outputs are always f32 or i32. BF16, I8 and U8 are storage types a model's weights
+   may have inside it (docs/quantization.md); a model whose input or output is one of them is
+   refused at load. */
 typedef int32_t nnasm_dtype;
-enum { NNASM_F32 = 0, NNASM_I32 = 1 };
+enum { NNASM_F32 = 0, NNASM_I32 = 1, NNASM_BF16 = 2, NNASM_I8 = 3, NNASM_U8 = 4 };
 
 /* The instruction set level of a model's kernels. */
 typedef int32_t nnasm_isa;

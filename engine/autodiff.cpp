@@ -45,10 +45,22 @@ TensorId own_gradient(Program& p, GradBuilder& b, TensorId x, TensorId g, std::u
 
 }  // namespace
 
+Status check_trainable_type(const TensorDesc& d) {
+  if (!dtype_reduced(d.type.dtype)) return Status::ok();
+  if (d.role == Role::PARAM)
+    return Status::errorf("param @{} is {}: training updates f32 params only; train in f32 and quantize the "
+                          "inference model",
+                          d.name, dtype_name(d.type.dtype));
+  return Status::errorf("{}{} is {}: gradients are f32 only; train in f32 and quantize the inference model", d.sigil(),
+                        d.name, dtype_name(d.type.dtype));
+}
+
 Result<std::vector<TensorId>> grad(Program& p, TensorId y, const std::vector<TensorId>& wrt) {
   if (!in_program(p, y)) return Status::error("grad: y is not a tensor of this program");
-  for (TensorId x : wrt)
+  for (TensorId x : wrt) {
     if (!in_program(p, x)) return Status::error("grad: a tensor to differentiate by is not in this program");
+    NNASM_TRY(check_trainable_type(p.desc(x)));
+  }
   std::vector<TensorId> out(wrt.size(), NO_TENSOR);
   bool all_cached = true;
   for (size_t k = 0; k < wrt.size(); ++k) all_cached &= (out[k] = p.cached_grad(y, wrt[k])) != NO_TENSOR;

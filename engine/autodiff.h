@@ -16,12 +16,16 @@ namespace nnasm {
 // FILL of zeros when y does not depend on x. Only instructions on a path from some x to y get
 // backward code; gradients of several uses of a tensor accumulate. Errors: y or an x not in the
 // program, y not computed by the forward section, an op on the path without a backward rule
-// (naming the instruction and its position).
+// (naming the instruction and its position), an x of a reduced-precision type (bf16, i8, u8).
 Result<std::vector<TensorId>> grad(Program& p, TensorId y, const std::vector<TensorId>& wrt);
 
 // The gradients of a scalar loss with respect to every param it depends on, as (param, gradient)
 // pairs in declaration order. For a program whose listing already holds its backward section,
 // the gradients are found by name (PARAM.grad) instead of being generated again.
 Result<std::vector<std::pair<TensorId, TensorId>>> backward(Program& p, TensorId loss);
+
+// OK for an f32 or i32 tensor; for a reduced-precision one the error training reports: only f32
+// params are trained (train in f32, then quantize the inference model).
+Status check_trainable_type(const TensorDesc& d);
 
 }  // namespace nnasm

@@ -43,7 +43,7 @@ Result<std::unique_ptr<Executor>> Executor::prepare(const Program& original) {
     Tensor& t = ctx.at(id);
     const bool fresh = !t.allocated();
     if (!t.allocate(ctx.allocator()))
-      return Status::errorf("cannot allocate {} bytes for {}{}", t.numel() * 4, t.desc.sigil(), t.desc.name);
+      return Status::errorf("cannot allocate {} bytes for {}{}", storage_bytes(t.desc.type), t.desc.sigil(), t.desc.name);
     const Role r = t.desc.role;
     if (r == Role::CONST || ((r == Role::PARAM || r == Role::STATE) && fresh)) init_tensor(t, ctx.seed());
   }

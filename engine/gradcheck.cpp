@@ -163,9 +163,9 @@ Result<GradCheckReport> check_gradients(const Program& p, TensorId y, const std:
     const bool fill_input = dst.desc.role == Role::INPUT && dst.desc.type.dtype == DType::F32;
     if (!src.allocated() && !fill_input) continue;
     if (!dst.allocate())
-      return Status::errorf("check_gradients: cannot allocate {} bytes for {}", dst.numel() * 4, name_of(dst.desc));
+      return Status::errorf("check_gradients: cannot allocate {} bytes for {}", storage_bytes(dst.desc.type), name_of(dst.desc));
     if (src.allocated())
-      std::memcpy(dst.storage(), src.storage(), static_cast<size_t>(dst.numel()) * 4);
+      std::memcpy(dst.storage(), src.storage(), static_cast<size_t>(dst.numel()) * dtype_size(dst.desc.type.dtype));
     else
       for (int64_t i = 0; i < dst.numel(); ++i) dst.f32()[i] = static_cast<float>(2 * rng.uniform() - 1);
   }

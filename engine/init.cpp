@@ -6,6 +6,7 @@
 
 #include <xxhash.h>
 
+#include "isa/bf16.h"
 #include "jit/rng.h"
 
 namespace nnasm {
@@ -46,8 +47,21 @@ void init_tensor(Tensor& t, uint64_t seed) {
     }
     return 0;
   };
+  // The reduced types hold what Program::declare let through (integers in range, no random
+  // draws for i8/u8); clamping keeps a value that bypassed it from being undefined behaviour.
+  auto clamped = [](double v, double lo, double hi) { return std::isnan(v) ? 0 : v < lo ? lo : v > hi ? hi : v; };
   if (d.type.dtype == DType::I32) {
     for (int64_t i = 0; i < n; ++i) t.i32()[i] = static_cast<int32_t>(value(i));
+  } else if (d.type.dtype == DType::BF16) {
+    // Drawn as an f32 param would be, then rounded: one seed gives the same numbers in both types.
+    uint16_t* h = static_cast<uint16_t*>(t.storage());
+    for (int64_t i = 0; i < n; ++i) h[i] = bf16_from_f32(static_cast<float>(value(i)));
+  } else if (d.type.dtype == DType::I8) {
+    int8_t* q = static_cast<int8_t*>(t.storage());
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(clamped(value(i), -128, 127));
+  } else if (d.type.dtype == DType::U8) {
+    uint8_t* q = static_cast<uint8_t*>(t.storage());
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(clamped(value(i), 0, 255));
   } else {
     for (int64_t i = 0; i < n; ++i) t.f32()[i] = static_cast<float>(value(i));
   }

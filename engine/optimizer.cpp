@@ -108,6 +108,7 @@ Status add_optimizer(Program& p, const OptimizerSpec& o, const std::vector<std::
   NNASM_TRY(check_optimizer(o, "add_optimizer"));
   if (p.has_section(Section::UPDATE)) return Status::error("add_optimizer: the program has an update section already");
   if (grads.empty()) return Status::error("add_optimizer: no gradients to apply");
+  for (const auto& pg : grads) NNASM_TRY(check_trainable_type(p.desc(pg.first)).with_prefix("add_optimizer: "));
   using K = OptimizerSpec::Kind;
   const TensorType scalar{DType::F32, Shape{}};
   Result<TensorId> t = state(p, o.name + ".t", scalar);

@@ -1,9 +1,11 @@
 // Program construction and its structural verifier (operand counts, immediates, def-before-use,
 // single definition); types come from the ops' shape inference through the tensor map's OpSemantics.
 #include "isa/program.h"
+#include "isa/bf16.h"
 #include "isa/program_size.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -44,6 +46,63 @@ bool valid_tensor_name(const std::string& name) {
   return true;
 }
 
+namespace {
+
+// The mnemonics of the instructions that take bf16, i8 and u8 operands, for the messages.
+std::string reduced_ops() {
+  std::string s;
+  for (const OpInfo& o : all_ops())
+    if (o.flags & OPF_REDUCED) s += (s.empty() ? "" : ", ") + std::string(o.mnemonic);
+  return s.empty() ? "none in this build" : s;
+}
+
+Status reduced_operand(const Program& p, const Instruction& ins, const char* which, int k) {
+  const TensorDesc& d = p.desc(which[0] == 'i' ? ins.in[k] : ins.out[k]);
+  return Status::errorf("{}: {} {} ({}{} : {}) is {}; only instructions that take reduced-precision operands ({}) "
+                        "accept bf16, i8 and u8: convert it to f32 first",
+                        op_info(ins.op).mnemonic, which, k + 1, d.sigil(), d.name, d.type.str(),
+                        dtype_name(d.type.dtype), reduced_ops());
+}
+
+// The rules for a tensor of a reduced-precision type (bf16, i8, u8): storage for weights and
+// their quantized forms, never a model's interface, never drawn at random as integers, and
+// holding only values its type can.
+Status check_reduced_decl(TensorDesc& d, bool type_known) {
+  if (!type_known || !dtype_reduced(d.type.dtype)) return Status::ok();
+  const char* dt = dtype_name(d.type.dtype);
+  if (d.role == Role::INPUT || d.is_output)
+    return Status::errorf("{}{} is {}: model inputs and outputs are f32 or i32 (declare it f32 and QUANTIZE it "
+                          "inside the program)",
+                          d.sigil(), d.name, d.type.str());
+  const InitKind k = d.init.kind;
+  const bool random = !(k == InitKind::NONE || k == InitKind::ZEROS || k == InitKind::ONES || k == InitKind::CONSTANT);
+  if (random && d.type.dtype != DType::BF16)
+    return Status::errorf("{}{} is {}: init={} draws real numbers, which {} cannot hold; quantize an f32 param "
+                          "instead",
+                          d.sigil(), d.name, d.type.str(), init_name(k), dt);
+  const double lo = d.type.dtype == DType::I8 ? -128 : 0, hi = d.type.dtype == DType::I8 ? 127 : 255;
+  auto check = [&](double v, const char* what) -> Status {
+    if (d.type.dtype == DType::BF16) {
+      bool overflow;
+      bf16_from_double(v, &overflow);
+      if (overflow) return Status::errorf("{}{} : {}: {} {} is out of bf16 range", d.sigil(), d.name, d.type.str(), what, v);
+    } else if (!(v >= lo && v <= hi && v == std::floor(v))) {
+      return Status::errorf("{}{} : {}: {} {} is not an integer in {}..{}", d.sigil(), d.name, d.type.str(), what, v,
+                            lo, hi);
+    }
+    return Status::ok();
+  };
+  if (k == InitKind::CONSTANT) NNASM_TRY(check(d.init.a, "init value"));
+  for (double& v : d.values) {
+    NNASM_TRY(check(v, "value"));
+    // What the tensor will hold, so that printing and saving show the stored number.
+    if (d.type.dtype == DType::BF16) v = bf16_to_f32(bf16_from_double(v));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
   if (!valid_tensor_name(d.name)) return Status::errorf("'{}' is not a valid tensor name", d.name);
   if (by_name_.count(d.name)) return Status::errorf("redefinition of tensor '{}'", d.name);
@@ -51,6 +110,7 @@ Result<TensorId> Program::declare(TensorDesc d, bool type_known) {
   if (!d.values.empty() && static_cast<int64_t>(d.values.size()) != d.type.shape.numel())
     return Status::errorf("tensor '{}' has {} values but shape {} holds {}", d.name, d.values.size(),
                           d.type.shape.str(), d.type.shape.numel());
+  NNASM_TRY(check_reduced_decl(d, type_known));
   const bool defined = d.declared_up_front();
   if (defined && !type_known) return Status::errorf("{} '{}' needs a type", role_name(d.role), d.name);
   const TensorDesc& t = map_->add_desc(std::move(d));
@@ -164,8 +224,21 @@ Status Program::append(Instruction ins) {
         return Status::errorf("{}: output {}{} is named twice", info.mnemonic, t->sigil(), t->name);
   }
 
+  if (!(info.flags & OPF_REDUCED)) {
+    for (int k = 0; k < n_in; ++k)
+      if (dtype_reduced(in_types[k].dtype)) return reduced_operand(*this, ins, "input", k);
+    for (int k = 0; k < n_out; ++k)
+      if (!untyped_.count(ins.out[k]) && dtype_reduced(desc(ins.out[k]).type.dtype))
+        return reduced_operand(*this, ins, "output", k);
+  }
   std::vector<TensorType> out_types(n_out);
   NNASM_TRY(map_->ops().infer_types(ins, in_types, &out_types));
+  if (!(info.flags & OPF_REDUCED))
+    for (int k = 0; k < n_out; ++k)
+      if (dtype_reduced(out_types[k].dtype))
+        return Status::errorf("{}: its shape inference makes output {} {}, a reduced-precision type, without the "
+                              "reduced-precision flag (an error in the op's definition)",
+                              info.mnemonic, k + 1, out_types[k].str());
   for (int k = 0; k < n_out; ++k) {
     const TensorDesc& d = desc(ins.out[k]);
     NNASM_TRY(check_shape(out_types[k].shape, fmt::format("{}: output %{}", info.mnemonic, d.name)));
@@ -317,6 +390,9 @@ Status Program::finish() const {
     if (!defined_.count(id))
       return Status::errorf("{}{} is {} but no instruction defines it", d.sigil(), d.name,
                             d.is_output ? "an output" : "declared");
+    if (d.is_output && dtype_reduced(d.type.dtype))
+      return Status::errorf("output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE it to f32 first)",
+                            d.sigil(), d.name, d.type.str());
   }
   if (training_ || has_section(Section::UPDATE)) return check_state_writable();
   return Status::ok();

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "serialize/listing.h"
+#include "isa/bf16.h"
 #include "isa/program_size.h"
 #include "serialize/listing_lexer.h"
 
@@ -39,6 +40,14 @@ class Parser {
     while (peek().kind != Tok::END) NNASM_TRY(statement());
     for (const OutputLine& o : outputs_)
       if (!p_->defined(o.id)) return err(o.name, "output %{} is never defined", o.name.text);
+    for (TensorId id : p_->outputs())
+      if (dtype_reduced(p_->desc(id).type.dtype)) {
+        const auto it = decl_line_.find(id);
+        return Status::errorf("{}:{}: error: output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE "
+                              "it to f32 first)",
+                              file_, it == decl_line_.end() ? 0 : it->second, p_->desc(id).sigil(), p_->desc(id).name,
+                              p_->desc(id).type.str());
+      }
     return Status::ok();
   }
 
@@ -195,6 +204,9 @@ class Parser {
       const TensorDesc& d = p_->desc(id);
       if (typed && p_->type_known(id) && !(d.type == ty))
         return err(type_at, "output {}{} is declared {} but it is {}", d.sigil(), d.name, ty.str(), d.type.str());
+      if (p_->type_known(id) && dtype_reduced(d.type.dtype))
+        return err(name, "output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE it to f32 first)",
+                   d.sigil(), d.name, d.type.str());
       p_->mark_output(id);
       return Status::ok();
     }
@@ -216,7 +228,10 @@ class Parser {
     if (dt.kind != Tok::IDENT) return err(dt, "expected a type like f32[2,3], got {}", describe(dt));
     if (dt.text == "f32") out->dtype = DType::F32;
     else if (dt.text == "i32") out->dtype = DType::I32;
-    else return err(dt, "unknown element type '{}' (expected f32 or i32)", dt.text);
+    else if (dt.text == "bf16") out->dtype = DType::BF16;
+    else if (dt.text == "i8") out->dtype = DType::I8;
+    else if (dt.text == "u8") out->dtype = DType::U8;
+    else return err(dt, "unknown element type '{}' (expected f32, i32, bf16, i8 or u8)", dt.text);
     const Token& open = next();
     if (open.kind != Tok::LBRACKET) return err(open, "expected '[' after '{}', got {}", dt.text, describe(open));
     Shape s;
@@ -270,6 +285,39 @@ class Parser {
     return Status::ok();
   }
 
+  // An i8 or u8 value: an integer in the type's range.
+  Status int8_value(const Token& t, DType dt, double* out) {
+    double ignored;
+    NNASM_TRY(number(t, "an integer", &ignored));
+    const int64_t lo = dt == DType::I8 ? -128 : 0, hi = dt == DType::I8 ? 127 : 255;
+    int64_t v;
+    if (!parse_i64(t.text, &v) || v < lo || v > hi)
+      return err(t, "an {} value must be an integer in {}..{}, got '{}'", dtype_name(dt), lo, hi, t.text);
+    *out = static_cast<double>(v);
+    return Status::ok();
+  }
+
+  // A bf16 value: any number, rounded to the nearest bf16 (ties to even) as the tensor holds it.
+  Status bf16_value(const Token& t, double* out) {
+    double v;
+    NNASM_TRY(number(t, "a number", &v));
+    bool overflow;
+    const uint16_t h = bf16_from_double(v, &overflow);
+    if (overflow) return err(t, "number '{}' is out of bf16 range (its largest finite value is 3.3895314e+38)", t.text);
+    *out = static_cast<double>(bf16_to_f32(h));
+    return Status::ok();
+  }
+
+  Status element_value(const Token& t, DType dt, double* out) {
+    switch (dt) {
+      case DType::I32: return i32_value(t, out);
+      case DType::BF16: return bf16_value(t, out);
+      case DType::I8:
+      case DType::U8: return int8_value(t, dt, out);
+      default: return f32_value(t, out);
+    }
+  }
+
   // init=KIND [key=value ...]; 'init' is consumed.
   Status init(InitSpec* out) {
     const Token& eq = next();
@@ -321,7 +369,7 @@ class Parser {
         if (static_cast<int64_t>(out->size()) == want && (v.kind == Tok::NUMBER || v.kind == Tok::IDENT))
           return err(v, "too many values: @{} is {}, which holds {}", d.name, d.type.str(), want);
         double x;
-        NNASM_TRY(d.type.dtype == DType::I32 ? i32_value(v, &x) : f32_value(v, &x));
+        NNASM_TRY(element_value(v, d.type.dtype, &x));
         out->push_back(x);
         skip_newlines();
         const Token& sep = next();

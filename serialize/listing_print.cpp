@@ -19,7 +19,7 @@ constexpr size_t COMMENT_COLUMN = 52;
 constexpr size_t MAX_ALIGN = 16;  // names and types longer than this are not waited for
 constexpr size_t VALUES_PER_LINE = 8;
 
-// i32 tensors print whole numbers, as init_tensor stores them (toward zero, saturated here so a
+// i32, i8 and u8 tensors print whole numbers, as init_tensor stores them (toward zero, saturated here so a
 // value outside the range cannot be undefined behaviour).
 std::string int_value(double v) {
   if (std::isnan(v)) return "0";
@@ -46,7 +46,10 @@ std::string values_text(const TensorDesc& d) {
   if (d.values.empty()) return "";
   std::vector<std::string> v;
   v.reserve(d.values.size());
-  for (double x : d.values) v.push_back(d.type.dtype == DType::I32 ? int_value(x) : float_to_string(x));
+  // bf16 values are what the tensor holds (Program::declare rounded them), so the shortest f32
+  // form reads back to the same bits; i8 and u8 print as integers, like i32.
+  const bool real = d.type.dtype == DType::F32 || d.type.dtype == DType::BF16;
+  for (double x : d.values) v.push_back(real ? float_to_string(x) : int_value(x));
   if (v.size() <= VALUES_PER_LINE) return fmt::format(" = [{}]", fmt::join(v, ", "));
   // A matrix with short rows prints one row per line; anything else eight values a line.
   const Shape& sh = d.type.shape;

@@ -138,8 +138,11 @@ Status decode_data(SectionReader& r, const ModelLimits& lim, Program* out, Model
     Shape shape;
     shape.rank = rank;
     for (int i = 0; i < rank; ++i) NNASM_TRY(r.i64(&shape[i], "dimension"));
+    if (dtype >= DTYPE_COUNT)
+      return r.error_at(type_at, fmt::format("{}: dtype byte {} is no element type (0 f32, 1 i32, 2 bf16, 3 i8, 4 u8)",
+                                             which, dtype));
     if (dtype != static_cast<uint8_t>(t.desc.type.dtype) || shape != t.desc.type.shape) {
-      const std::string dt = dtype <= 1 ? dtype_name(static_cast<DType>(dtype)) : fmt::format("dtype#{}", dtype);
+      const std::string dt = dtype_name(static_cast<DType>(dtype));
       return r.error_at(type_at, fmt::format("{}: type {}{}, the listing declares {}", which, dt, shape.str(),
                                              t.desc.type.str()));
     }

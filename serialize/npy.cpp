@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "isa/bf16.h"
 #include "isa/program.h"
 #include "serialize/atomic_file.h"
 
@@ -136,11 +137,14 @@ class HeaderParser {
       type->dtype = DType::F32;
     } else if (descr == "<i4" || descr == "<i8") {
       type->dtype = DType::I32;
+    } else if (descr == "|i1" || descr == "|u1") {
+      type->dtype = descr == "|i1" ? DType::I8 : DType::U8;
     } else {
-      return Status::errorf("{}: unsupported dtype '{}' (little-endian '<f4', '<i4', '<i8' and bool '|b1' are supported)",
+      return Status::errorf("{}: unsupported dtype '{}' (little-endian '<f4', '<i4', '<i8', int8 '|i1', uint8 '|u1' "
+                            "and bool '|b1' are supported)",
                             what_, descr);
     }
-    *elem_size = descr == "<i8" ? 8 : descr == "|b1" ? 1 : 4;
+    *elem_size = descr == "<i8" ? 8 : descr[0] == '|' ? 1 : 4;
     *descr_out = descr;
     if (fortran) return Status::errorf("{}: fortran_order True is not supported (C order only)", what_);
     if (rank_seen > MAX_RANK)
@@ -269,6 +273,11 @@ Result<void*> allocate_elements(NpyArray* out, size_t n, const std::string& what
       [&]() -> Result<void*> {
         out->f32.clear();
         out->i32.clear();
+        out->bytes.clear();
+        if (out->type.dtype == DType::I8 || out->type.dtype == DType::U8) {
+          out->bytes.resize(n);
+          return static_cast<void*>(out->bytes.data());
+        }
         if (out->type.dtype == DType::F32) {
           out->f32.resize(n);
           return static_cast<void*>(out->f32.data());
@@ -331,6 +340,10 @@ Status decode_elements(const unsigned char* src, size_t n, size_t elem_size, con
   if (elem_size == 4) {
     std::memcpy(out->type.dtype == DType::F32 ? static_cast<void*>(out->f32.data()) : out->i32.data(), src, n * 4);
     words_from_le(out->type.dtype == DType::F32 ? static_cast<void*>(out->f32.data()) : out->i32.data(), n);
+    return Status::ok();
+  }
+  if (out->type.dtype == DType::I8 || out->type.dtype == DType::U8) {
+    if (n) std::memcpy(out->bytes.data(), src, n);
     return Status::ok();
   }
   for (size_t k = 0; k < n; ++k) {
@@ -437,7 +450,9 @@ Status npy_read(const std::string& path, NpyArray* out) {
 Status npy_write(const std::string& path, const TensorType& type, const void* data) {
   NNASM_TRY(check_shape(type.shape, fmt::format("{}: shape", path)));
   if (!data) return Status::errorf("{}: no data to write", path);
-  const char* descr = type.dtype == DType::I32 ? "<i4" : "<f4";
+  // NumPy has no bf16: a bf16 tensor is written as the f32 values it holds exactly.
+  const DType dt = type.dtype;
+  const char* descr = dt == DType::I32 ? "<i4" : dt == DType::I8 ? "|i1" : dt == DType::U8 ? "|u1" : "<f4";
   std::string header =
       fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_tuple(type.shape));
   // NumPy pads with spaces and a final newline so that the data starts on a 64-byte boundary.
@@ -460,10 +475,23 @@ Status npy_write(const std::string& path, const TensorType& type, const void* da
   const size_t n = static_cast<size_t>(type.shape.numel());
   const auto* src = static_cast<const unsigned char*>(data);
   constexpr size_t kChunk = 16384;
+  if (dt == DType::I8 || dt == DType::U8) {
+    if (n) NNASM_TRY(w.write(src, n));
+    return w.commit();
+  }
   std::vector<unsigned char> buf(kChunk * 4);
   for (size_t i = 0; i < n; i += kChunk) {
     const size_t m = n - i < kChunk ? n - i : kChunk;
-    std::memcpy(buf.data(), src + i * 4, m * 4);
+    if (dt == DType::BF16) {
+      for (size_t k = 0; k < m; ++k) {
+        uint16_t h;
+        std::memcpy(&h, src + (i + k) * 2, 2);
+        const float f = bf16_to_f32(h);
+        std::memcpy(buf.data() + k * 4, &f, 4);
+      }
+    } else {
+      std::memcpy(buf.data(), src + i * 4, m * 4);
+    }
     words_from_le(buf.data(), m);  // its own inverse
     NNASM_TRY(w.write(buf.data(), m * 4));
   }

@@ -48,6 +48,8 @@ void SectionWriter::array(const void* p, uint64_t n, size_t elem_size) {
   if (n == 0) return;
   if (elem_size == 4)
     impl_->ar(cereal::binary_data(static_cast<const uint32_t*>(p), n));
+  else if (elem_size == 2)
+    impl_->ar(cereal::binary_data(static_cast<const uint16_t*>(p), n));
   else
     impl_->ar(cereal::binary_data(static_cast<const uint8_t*>(p), n));
 }
@@ -129,13 +131,15 @@ Status SectionReader::string(std::string* s, uint64_t limit, const char* field) 
 }
 
 Status SectionReader::array(void* dst, uint64_t n, size_t elem_size, const char* field) {
-  if (elem_size != 1 && elem_size != 4) return error(fmt::format("{}: element size {}", field, elem_size));
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4) return error(fmt::format("{}: element size {}", field, elem_size));
   NNASM_TRY(need(n, field));
   if (n % elem_size != 0) return error(fmt::format("{}: {} bytes is not whole {}-byte elements", field, n, elem_size));
   if (n == 0) return Status::ok();
   try {
     if (elem_size == 4)
       (*impl_->ar)(cereal::binary_data(static_cast<uint32_t*>(dst), n));
+    else if (elem_size == 2)
+      (*impl_->ar)(cereal::binary_data(static_cast<uint16_t*>(dst), n));
     else
       (*impl_->ar)(cereal::binary_data(static_cast<uint8_t*>(dst), n));
   } catch (const std::exception& e) {

@@ -361,6 +361,14 @@ TEST(ModelFileCorruption, ForgedContentsWithValidChecksumsAreRejected) {
     img.set(img.data + 17 + name_len, 0, 1);
     expect_rejected(img.resealed(), "role 0, the listing declares a", "role");
     img = Image();
+    img.set(img.data + 17 + name_len + 1, 9, 1);  // dtype: no type has code 9
+    expect_rejected(img.resealed(), fmt::format("byte {}: error: section DATA: tensor 0", img.data + 17 + name_len + 1),
+                    "dtype");
+    expect_rejected(img.resealed(), "dtype byte 9 is no element type (0 f32, 1 i32, 2 bf16, 3 i8, 4 u8)", "dtype");
+    img = Image();
+    img.set(img.data + 17 + name_len + 1, 3, 1);  // dtype: i8, which the listing does not declare
+    expect_rejected(img.resealed(), "type i8[", "dtype i8");
+    img = Image();
     img.set(img.data + 17 + name_len + 2, 9, 1);  // rank
     expect_rejected(img.resealed(), "rank 9 is over", "rank");
     img = Image();

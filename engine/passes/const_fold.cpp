@@ -70,10 +70,13 @@ Result<int> pass_const_fold(Program& p) {
     if ((ins.info().flags & (OPF_INPLACE | OPF_MODE | OPF_RANDOM | OPF_UPDATES_STATE)) ||
         ins.info().category == OpCategory::OPTIMIZER)
       continue;
+    // Reduced-precision operands stay as written: folding DEQUANTIZE of a const i8 weight would
+    // undo the quantization (and the fold reads results as f32 or i32).
     bool foldable = true;
-    for (TensorId id : ins.in) foldable = foldable && p.desc(id).role == Role::CONST;
+    for (TensorId id : ins.in) foldable = foldable && p.desc(id).role == Role::CONST && !dtype_reduced(p.desc(id).type.dtype);
     for (TensorId id : ins.out)
-      foldable = foldable && !u.observable(id) && p.desc(id).type.shape.numel() <= MAX_FOLD_ELEMENTS;
+      foldable = foldable && !u.observable(id) && p.desc(id).type.shape.numel() <= MAX_FOLD_ELEMENTS &&
+                 !dtype_reduced(p.desc(id).type.dtype);
     if (!foldable) continue;
     Result<std::vector<std::vector<double>>> values = evaluate(p, ins);
     if (!values) return values.status().with_prefix(fmt::format("folding {}: ", describe(p, ins)));

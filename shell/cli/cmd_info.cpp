@@ -26,6 +26,28 @@ std::string count_of(const Program& p, Role role, int64_t* elements) {
   return fmt::format("{}", n);
 }
 
+// The bytes of the params' values, each at its type's size.
+double param_bytes(const Program& p) {
+  double b = 0;
+  for (TensorId id : p.tensors())
+    if (p.desc(id).role == Role::PARAM) b += double(p.desc(id).type.shape.numel()) * dtype_size(p.desc(id).type.dtype);
+  return b;
+}
+
+// "; 2 i8, 3 f32" when the tensors of `role` are not all f32, else "".
+std::string types_of(const Program& p, Role role) {
+  int count[DTYPE_COUNT] = {};
+  for (TensorId id : p.tensors())
+    if (p.desc(id).role == role) ++count[static_cast<int>(p.desc(id).type.dtype)];
+  int all = 0;
+  for (int c : count) all += c;
+  if (all == count[static_cast<int>(DType::F32)]) return "";
+  std::string s;
+  for (int t = 0; t < DTYPE_COUNT; ++t)
+    if (count[t]) s += fmt::format("{}{} {}", s.empty() ? "; " : ", ", count[t], dtype_name(static_cast<DType>(t)));
+  return s;
+}
+
 std::string list(const Program& p, const std::vector<TensorId>& ids) {
   std::string s;
   for (TensorId id : ids) {
@@ -137,7 +159,8 @@ Status cmd_info(const InfoOptions& o) {
   }
   fmt::print("inputs:   {}\n", list(p, p.inputs()));
   fmt::print("outputs:  {}\n", list(p, p.outputs()));
-  fmt::print("params:   {} tensors, {} values ({:.1f} KiB)\n", params, param_elems, param_elems * 4 / 1024.0);
+  fmt::print("params:   {} tensors, {} values ({:.1f} KiB{})\n", params, param_elems, param_bytes(p) / 1024.0,
+             types_of(p, Role::PARAM));
   fmt::print("state:    {} tensors, {} values\n", states, state_elems);
   fmt::print("consts:   {} tensors\n", count_of(p, Role::CONST, &unused));
   for (Section s : {Section::FORWARD, Section::BACKWARD, Section::UPDATE}) {

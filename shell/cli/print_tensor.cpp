@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "isa/bf16.h"
 #include "shell/cli/cli.h"
 
 namespace nnasm {
@@ -38,13 +39,22 @@ class TensorPrinter {
 
  private:
   std::string element(int64_t i) const {
+    const char* at = static_cast<const char*>(data_) + i * static_cast<int64_t>(dtype_size(t_.dtype));
     if (t_.dtype == DType::I32) {
       int32_t v;
-      std::memcpy(&v, static_cast<const char*>(data_) + i * 4, 4);
+      std::memcpy(&v, at, 4);
       return fmt::format("{}", v);
     }
+    if (t_.dtype == DType::I8) return fmt::format("{}", static_cast<int>(*reinterpret_cast<const int8_t*>(at)));
+    if (t_.dtype == DType::U8) return fmt::format("{}", static_cast<int>(*reinterpret_cast<const uint8_t*>(at)));
     float v;
-    std::memcpy(&v, static_cast<const char*>(data_) + i * 4, 4);
+    if (t_.dtype == DType::BF16) {
+      uint16_t h;
+      std::memcpy(&h, at, 2);
+      v = bf16_to_f32(h);
+    } else {
+      std::memcpy(&v, at, 4);
+    }
     return fmt::format("{:.6g}", v);
   }
 
