@@ -155,13 +155,14 @@ inline std::string describe(Opcode op, const std::vector<HostTensor>& in, const 
   return s;
 }
 
-// Declares `in` as inputs x0, x1, ... of `p`, appending their ids to `ids`.
+// Declares `in` as inputs x0, x1, ... of `p`, appending their ids to `ids`. Reduced-precision
+// operands (bf16, i8, u8) are params instead: a model's inputs are f32 or i32 (Program::declare).
 inline Status declare_inputs(Program& p, const std::vector<TensorType>& in, std::vector<TensorId>* ids) {
   for (size_t k = 0; k < in.size(); ++k) {
     TensorDesc d;
     d.name = fmt::format("x{}", k);
     d.type = in[k];
-    d.role = Role::INPUT;
+    d.role = dtype_reduced(in[k].dtype) ? Role::PARAM : Role::INPUT;
     Result<TensorId> id = p.declare(d);
     if (!id) return id.status();
     ids->push_back(id.value());
@@ -299,7 +300,15 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
   TensorId out = NO_TENSOR;
   r.status = build_op(p, op, types, imms, &ids, &out, &outs);
   if (!r.status) return r;
-  for (TensorId o : outs) p.mark_output(o);
+  // A reduced-precision output (QUANTIZE's) cannot be the program's (Program::finish): it stays a
+  // temporary, kept by preparing unoptimized (no pass removes it, and every temporary has
+  // storage of its own in the context, guard band included).
+  for (TensorId o : outs) {
+    if (dtype_reduced(p.desc(o).type.dtype))
+      ctx.set_opt_level(0);
+    else
+      p.mark_output(o);
+  }
   std::vector<TensorId> read = outs;  // the outputs, then the state inputs the op updates
   for (size_t k = 0; k < ids.size(); ++k)
     if (state_inputs(op) >> k & 1) read.push_back(ids[k]);

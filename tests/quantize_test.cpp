@@ -1,12 +1,14 @@
 // QUANTIZE and DEQUANTIZE beyond the parity sweep: every JIT level and the reference (JIT off)
 // against a naive loop written here, with the kernel that ran asserted; the halves, saturation,
-// NaN, ±inf and a zero scale; each shape error; and autodiff's refusal (no gradient).
+// NaN, ±inf and a zero scale; each shape error; autodiff's refusal (no gradient); a listing with
+// i8 and u8 params that round-trips and runs at every level.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "engine/autodiff.h"
+#include "serialize/listing.h"
 #include "tests/jit_levels.h"
 #include "tests/op_harness.h"
 
@@ -234,6 +236,60 @@ TEST(Quantize, HasNoGradient) {
   // Through the scale alone, too: QUANTIZE's output is piecewise constant and integer.
   const Result<std::vector<TensorId>> gq = grad(p, d[0], {ids[1]});
   EXPECT_FALSE(gq);
+}
+
+// A per-axis int8 weight dequantized and a per-tensor u8 activation round trip: the listing
+// prints as it parses, and runs (optimized, i8/u8 params initialized from their values) to the
+// values worked out by hand at every level.
+constexpr char kQuantListing[] =
+    "input  %x : f32[2,3]\n"
+    "param  @s : f32[3] = [0.5, 0.25, 2]\n"
+    "param  @w : i8[2,3] = [-128, 127, 0, 4, -4, 3]\n"
+    "param  @z : i8[3] = [-3, 0, 5]\n"
+    "param  @t : f32[] = [0.5]\n"
+    "param  @u : u8[] = [128]\n"
+    "output %y\n"
+    "output %r\n"
+    "\n"
+    "forward:\n"
+    "  DEQUANTIZE @w, @s, @z -> %wf  axis=-1\n"
+    "  ADD        %x, %wf -> %y\n"
+    "  QUANTIZE   %y, @t, @u -> %q  axis=0\n"
+    "  DEQUANTIZE %q, @t, @u -> %r\n";
+
+TEST(Quantize, ListingWithI8ParamsRoundTripsAndRuns) {
+  Context ctx;
+  Program p(ctx);
+  Status st = program_parse(kQuantListing, "q.nnasm", &p);
+  ASSERT_TRUE(st) << st.message();
+  const std::string text = program_print(p);
+  EXPECT_NE(text.find("QUANTIZE"), std::string::npos) << text;
+  EXPECT_NE(text.find("i8[2,3] = [-128, 127, 0, 4, -4, 3]"), std::string::npos) << text;
+  Context ctx2;
+  Program q(ctx2);
+  st = program_parse(text, "q.nnasm", &q);
+  ASSERT_TRUE(st) << st.message() << "\n" << text;
+  EXPECT_EQ(program_print(q), text);
+  // w − z per column, times s: [[-62.5, 31.75, -10], [3.5, -1, -4]]; plus x = 1..6.
+  const std::vector<float> y = {-61.5f, 33.75f, -7, 7.5f, 4, 2};
+  // y / 0.5 rounded, + 128, saturated to 0…255, − 128, × 0.5: −61.5 → −123 → 5 → −61.5 stays;
+  // 33.75 → 67.5 → 68 (even) → 34; 7.5 → 15; 4 → 8; 2 → 4; −7 → −14.
+  const std::vector<float> r = {-61.5f, 34, -7, 7.5f, 4, 2};
+  for (const Level& lv : levels()) {
+    SCOPED_TRACE(lv.isa.empty() ? "ref" : lv.isa);
+    Context c;
+    c.set_jit(lv.cfg.jit);
+    Program prog(c);
+    ASSERT_TRUE(program_parse(text, "q.nnasm", &prog));
+    Result<std::unique_ptr<Executor>> ex = Executor::prepare(prog);
+    ASSERT_TRUE(ex) << ex.status().message();
+    for (int i = 0; i < 6; ++i) c.at(prog.find("x")).f32()[i] = static_cast<float>(i + 1);
+    ex.value()->run();
+    for (size_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(c.at(prog.find("y")).f32()[i], y[i]) << i;
+      EXPECT_EQ(c.at(prog.find("r")).f32()[i], r[i]) << i;
+    }
+  }
 }
 
 }  // namespace
