@@ -34,8 +34,9 @@
 //            that dequantizes to 0). ±inf saturates. The scale's values are a run-time property:
 //            a zero scale gives saturated values (x/0 = ±inf; 0/0 = NaN gives the zero point), a
 //            NaN scale gives the zero point everywhere, a negative scale mirrors. Nothing checks
-//            them here (an op has no hook that sees a constant's values at prepare); the model
-//            rewriter (`nnasm quantize`) and the ONNX importer check the scales they write.
+//            them here: an op has no hook that sees a constant's values at prepare, so
+//            the tools that write scales (issue 30's `nnasm quantize`, an ONNX importer) are where
+//            a zero or NaN scale is refused.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
