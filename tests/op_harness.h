@@ -155,13 +155,14 @@ inline std::string describe(Opcode op, const std::vector<HostTensor>& in, const 
   return s;
 }
 
-// Declares `in` as inputs x0, x1, ... of `p`, appending their ids to `ids`.
+// Declares `in` as inputs x0, x1, ... of `p`, appending their ids to `ids`. Reduced-precision
+// operands (bf16, i8, u8) are params instead: a model's inputs are f32 or i32 (Program::declare).
 inline Status declare_inputs(Program& p, const std::vector<TensorType>& in, std::vector<TensorId>* ids) {
   for (size_t k = 0; k < in.size(); ++k) {
     TensorDesc d;
     d.name = fmt::format("x{}", k);
     d.type = in[k];
-    d.role = Role::INPUT;
+    d.role = dtype_reduced(in[k].dtype) ? Role::PARAM : Role::INPUT;
     Result<TensorId> id = p.declare(d);
     if (!id) return id.status();
     ids->push_back(id.value());
@@ -228,10 +229,32 @@ inline Status build_op(Program& p, Opcode op, const std::vector<TensorType>& in,
 // shows in the padding.
 constexpr uint32_t GUARD_WORD = 0x7fa5a5a5u;
 
-// The engine pads storage to whole 64-byte lines (engine/tensor.h).
-inline size_t padded_bytes(int64_t numel) {
-  const size_t b = static_cast<size_t>(numel) * 4;
+// The engine pads storage to whole 64-byte lines (engine/tensor.h); `elem` bytes an element.
+inline size_t padded_bytes(int64_t numel, size_t elem = 4) {
+  const size_t b = static_cast<size_t>(numel) * elem;
   return std::max<size_t>(64, (b + 63) / 64 * 64);
+}
+
+// Byte b of storage filled with GUARD_WORD from its start (little-endian words).
+inline unsigned char guard_byte(size_t b) { return static_cast<unsigned char>(GUARD_WORD >> (8 * (b % 4))); }
+
+// Element i of a tensor's storage, as the test's double, and back, for every dtype the harness
+// takes (f32, i32, i8, u8).
+inline double read_elem(const Tensor& t, int64_t i) {
+  switch (t.desc.type.dtype) {
+    case DType::I32: return t.i32()[i];  // not through a ?: with float, which would round it
+    case DType::I8: return static_cast<const int8_t*>(t.data.data())[i];
+    case DType::U8: return static_cast<const uint8_t*>(t.data.data())[i];
+    default: return t.f32()[i];
+  }
+}
+inline void write_elem(Tensor& t, int64_t i, double v) {
+  switch (t.desc.type.dtype) {
+    case DType::I32: t.i32()[i] = static_cast<int32_t>(v); break;
+    case DType::I8: static_cast<int8_t*>(t.data.data())[i] = static_cast<int8_t>(v); break;
+    case DType::U8: static_cast<uint8_t*>(t.data.data())[i] = static_cast<uint8_t>(v); break;
+    default: t.f32()[i] = static_cast<float>(v);
+  }
 }
 
 struct OpOutput {
@@ -277,7 +300,15 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
   TensorId out = NO_TENSOR;
   r.status = build_op(p, op, types, imms, &ids, &out, &outs);
   if (!r.status) return r;
-  for (TensorId o : outs) p.mark_output(o);
+  // A reduced-precision output (QUANTIZE's) cannot be the program's (Program::finish): it stays a
+  // temporary, kept by preparing unoptimized (no pass removes it, and every temporary has
+  // storage of its own in the context, guard band included).
+  for (TensorId o : outs) {
+    if (dtype_reduced(p.desc(o).type.dtype))
+      ctx.set_opt_level(0);
+    else
+      p.mark_output(o);
+  }
   std::vector<TensorId> read = outs;  // the outputs, then the state inputs the op updates
   for (size_t k = 0; k < ids.size(); ++k)
     if (state_inputs(op) >> k & 1) read.push_back(ids[k]);
@@ -290,21 +321,16 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
   std::vector<std::vector<unsigned char>> before;
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor& t = ctx.at(ids[k]);
-    for (size_t i = 0; i < inputs[k].v.size(); ++i) {
-      if (t.desc.type.dtype == DType::I32)
-        t.i32()[i] = static_cast<int32_t>(inputs[k].v[i]);
-      else
-        t.f32()[i] = static_cast<float>(inputs[k].v[i]);
-    }
+    for (size_t i = 0; i < inputs[k].v.size(); ++i) write_elem(t, static_cast<int64_t>(i), inputs[k].v[i]);
     const unsigned char* b = static_cast<const unsigned char*>(t.data.data());
-    before.emplace_back(b, b + padded_bytes(t.numel()));
+    before.emplace_back(b, b + padded_bytes(t.numel(), dtype_size(t.desc.type.dtype)));
   }
   for (TensorId o : outs) {
     Tensor& y = ctx.at(o);
     const bool updated_in_place = std::find(ids.begin(), ids.end(), o) != ids.end();
-    const size_t words = padded_bytes(y.numel()) / 4;
-    uint32_t* yw = static_cast<uint32_t*>(y.data.data());
-    for (size_t i = updated_in_place ? static_cast<size_t>(y.numel()) : 0; i < words; ++i) yw[i] = GUARD_WORD;
+    const size_t es = dtype_size(y.desc.type.dtype), bytes = padded_bytes(y.numel(), es);
+    unsigned char* yb = static_cast<unsigned char*>(y.data.data());
+    for (size_t b = updated_in_place ? static_cast<size_t>(y.numel()) * es : 0; b < bytes; ++b) yb[b] = guard_byte(b);
   }
 
   ex.value()->set_training(training);
@@ -317,21 +343,16 @@ inline OpOutput run_op(Opcode op, const std::vector<HostTensor>& inputs, const s
     HostTensor h{y.desc.type, {}};
     const int64_t n = y.numel();
     h.v.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      if (h.type.dtype == DType::I32)
-        h.v[i] = y.i32()[i];  // not through a ?: with float, which would round it
-      else
-        h.v[i] = y.f32()[i];
-    }
-    const size_t words = padded_bytes(n) / 4;
-    const uint32_t* yw = static_cast<const uint32_t*>(y.data.data());
+    for (int64_t i = 0; i < n; ++i) h.v[i] = read_elem(y, i);
+    const size_t es = dtype_size(y.desc.type.dtype), bytes = padded_bytes(n, es);
+    const unsigned char* yb = static_cast<const unsigned char*>(y.data.data());
     const auto in_k = std::find(ids.begin(), ids.end(), o);
     const bool state_input = std::find(outs.begin(), outs.end(), o) == outs.end();
-    const uint32_t* bw = state_input ? reinterpret_cast<const uint32_t*>(before[static_cast<size_t>(in_k - ids.begin())].data()) : nullptr;
-    for (size_t i = static_cast<size_t>(n); i < words; ++i)
-      if (yw[i] != (state_input ? bw[i] : GUARD_WORD)) {
-        r.problems.push_back(fmt::format("guard band of %{} overwritten: word {} past the {} elements is {:#010x}",
-                                         y.desc.name, i - n, n, yw[i]));
+    const unsigned char* bb = state_input ? before[static_cast<size_t>(in_k - ids.begin())].data() : nullptr;
+    for (size_t b = static_cast<size_t>(n) * es; b < bytes; ++b)
+      if (yb[b] != (state_input ? bb[b] : guard_byte(b))) {
+        r.problems.push_back(fmt::format("guard band of %{} overwritten: byte {} past the {} elements is {:#04x}",
+                                         y.desc.name, b - static_cast<size_t>(n) * es, n, yb[b]));
         break;
       }
     r.outs.push_back(std::move(h));

@@ -1681,6 +1681,7 @@ void cases_rmsprop(ParityRun& r) {
 #include "tests/parity_cases_pool_nchwc.h"
 #include "tests/parity_cases_recurrent.h"
 #include "tests/parity_cases_recurrent_bwd.h"
+#include "tests/parity_cases_quant.h"
 
 using CaseFn = void (*)(ParityRun&);
 
@@ -1783,6 +1784,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CEIL, cases_ceil},
       {Opcode::ROUND, cases_round},
       {Opcode::CAST, cases_cast},
+      {Opcode::QUANTIZE, cases_quantize},
+      {Opcode::DEQUANTIZE, cases_dequantize},
       {Opcode::SIGN, cases_sign},
       {Opcode::SOFTPLUS, cases_softplus},
       {Opcode::HARDSIGMOID, cases_hardsigmoid},
@@ -2451,6 +2454,8 @@ ValidCase valid_case(const OpInfo& info) {
 TEST(OpShapeErrors, DtypeFollowsTheFlags) {
   for (const OpInfo& info : all_ops()) {
     SCOPED_TRACE(info.mnemonic);
+    // The ops of the reduced types state each operand's dtype apart (tests/quantize_test.cpp).
+    if (info.flags & OPF_REDUCED) continue;
     const ValidCase c = valid_case(info);
     for (DType dt : {DType::F32, DType::I32}) {
       std::vector<TensorType> in;

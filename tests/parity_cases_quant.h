@@ -1,0 +1,109 @@
+// Parity cases of QUANTIZE and DEQUANTIZE. A fragment of tests/ops_parity_test.cpp, included
+// inside its namespace after its helpers (ParityRun, elementwise_shapes, EXACT) and before
+// parity_table(), which names the cases_* functions below. The expectations follow ONNX's
+// definitions in double (the f32 quotient is the double one rounded to float: double rounding is
+// harmless for a division of floats), with numpy's rint for the halves, written here.
+#pragma once
+
+struct QuantAxisCase {
+  Shape x;
+  int64_t axis;  // 1 is left to the default
+};
+
+std::vector<QuantAxisCase> quant_axis_cases() {
+  return {{Shape{3, 5, 7}, 0},  {Shape{3, 5, 7}, 1},  {Shape{3, 5, 7}, -1}, {Shape{2, 3, 4, 5}, 1},
+          {Shape{2, 17, 33}, 1}, {Shape{16, 1}, 0},   {Shape{1, 15, 1}, 1}, {Shape{65, 70}, 0},
+          {Shape{65, 70}, -1},  {Shape{2, 1031}, -1}, {Shape{7}, 0}};
+}
+
+double quant_lo(DType t) { return t == DType::I8 ? -128 : 0; }
+double quant_hi(DType t) { return t == DType::I8 ? 127 : 255; }
+
+HostTensor random_ints(DType t, const Shape& s, std::mt19937& rng, double lo, double hi) {
+  std::uniform_int_distribution<int64_t> u(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+  HostTensor h{TensorType{t, s}, {}};
+  for (int64_t i = 0; i < count_of(s); ++i) h.v.push_back(static_cast<double>(u(rng)));
+  return h;
+}
+
+// Scales in [0.01, 0.05], every third a power of two (so that x below can sit on exact halves).
+HostTensor random_scales(const Shape& s, std::mt19937& rng) {
+  HostTensor h = random_f32(s, rng, 0.01, 0.05);
+  for (size_t i = 0; i < h.v.size(); i += 3) h.v[i] = 1.0 / 32;
+  return h;
+}
+
+// The channel of flat element i: 0 per tensor, else i's index along `axis` (computed from
+// scratch: no normalize_axis).
+int64_t quant_channel(const Shape& x, const HostTensor& scale, int64_t axis, int64_t i) {
+  if (count_of(scale.type.shape) == 1) return 0;
+  const int64_t a = axis < 0 ? axis + x.rank : axis;
+  return unravel(i, x)[static_cast<size_t>(a)];
+}
+
+double quantize_d(double x, double scale, double zp, DType t) {
+  const double q = std::nearbyint(static_cast<double>(static_cast<float>(x / scale)));
+  if (std::isnan(q)) return zp;
+  return std::min(quant_hi(t), std::max(quant_lo(t), q + zp));
+}
+
+// x spans the saturation on both sides (|x / scale| up to 800); every fifth element sits on a
+// half of a power-of-two scale, a tie.
+void quantize_case(ParityRun& r, const Shape& xs, const HostTensor& scale, int64_t axis, DType t) {
+  HostTensor x = random_f32(xs, r.rng(), -8, 8);
+  const HostTensor zp = random_ints(t, scale.type.shape, r.rng(), quant_lo(t), quant_hi(t));
+  for (int64_t i = 0; i < count_of(xs); ++i) {
+    const double s = scale.v[static_cast<size_t>(quant_channel(xs, scale, axis, i))];
+    if (i % 5 == 2) x.v[i] = static_cast<float>(s * (std::floor(x.v[i] / s) + 0.5));
+  }
+  Expected e{HostTensor{TensorType{t, xs}, {}}, {}, EXACT};
+  for (int64_t i = 0; i < count_of(xs); ++i) {
+    const size_t c = static_cast<size_t>(quant_channel(xs, scale, axis, i));
+    e.t.v.push_back(quantize_d(x.v[i], scale.v[c], zp.v[c], t));
+  }
+  std::vector<ImmArg> imms;
+  if (axis != 1) imms.push_back(imm_i("axis", axis));
+  r.check({x, scale, zp}, imms, e);
+}
+
+void cases_quantize(ParityRun& r) {
+  for (DType t : {DType::I8, DType::U8}) {
+    for (const Shape& s : elementwise_shapes()) {
+      quantize_case(r, s, random_scales(Shape(), r.rng()), 1, t);
+      quantize_case(r, s, random_scales(Shape{1}, r.rng()), -1, t);
+    }
+    for (const QuantAxisCase& c : quant_axis_cases()) {
+      const int64_t a = c.axis < 0 ? c.axis + c.x.rank : c.axis;
+      quantize_case(r, c.x, random_scales(Shape{c.x[static_cast<int>(a)]}, r.rng()), c.axis, t);
+    }
+  }
+}
+
+void dequantize_case(ParityRun& r, const Shape& xs, const HostTensor& scale, int64_t axis, DType t) {
+  const bool wide = t == DType::I32;
+  const HostTensor x = wide ? random_i32(xs, r.rng()) : random_ints(t, xs, r.rng(), quant_lo(t), quant_hi(t));
+  const HostTensor zp = random_ints(t, scale.type.shape, r.rng(), wide ? -1000 : quant_lo(t), wide ? 1000 : quant_hi(t));
+  Expected e{HostTensor{TensorType{DType::F32, xs}, {}}, {}, EXACT};
+  for (int64_t i = 0; i < count_of(xs); ++i) {
+    const size_t c = static_cast<size_t>(quant_channel(xs, scale, axis, i));
+    // The difference rounded to f32 first (exact for 8 bits), then the f32 product.
+    const float d = static_cast<float>(x.v[i] - zp.v[c]);
+    e.t.v.push_back(static_cast<float>(static_cast<double>(d) * scale.v[c]));
+  }
+  std::vector<ImmArg> imms;
+  if (axis != 1) imms.push_back(imm_i("axis", axis));
+  r.check({x, scale, zp}, imms, e);
+}
+
+void cases_dequantize(ParityRun& r) {
+  for (DType t : {DType::I8, DType::U8, DType::I32}) {
+    for (const Shape& s : elementwise_shapes()) {
+      dequantize_case(r, s, random_scales(Shape(), r.rng()), 1, t);
+      dequantize_case(r, s, random_scales(Shape{1}, r.rng()), 0, t);
+    }
+    for (const QuantAxisCase& c : quant_axis_cases()) {
+      const int64_t a = c.axis < 0 ? c.axis + c.x.rank : c.axis;
+      dequantize_case(r, c.x, random_scales(Shape{c.x[static_cast<int>(a)]}, r.rng()), c.axis, t);
+    }
+  }
+}
