@@ -1,7 +1,8 @@
 // LINEAR_BF16 beyond the parity sweep: odd and tail sizes, each activation, at every JIT level and
 // with the JIT off, against the naive loop of tests/linear_bf16_naive.h, with the kernel that ran
 // asserted (vdpbf16ps where the CPU has AVX512_BF16); x's rounding to bf16 (ties to even) and NaN;
-// each shape error; autodiff's refusal (no gradient).
+// both AVX-512 kernels (vdpbf16ps and the widening one CPUs without AVX512_BF16 get) called
+// directly; each shape error; autodiff's refusal (no gradient).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +10,10 @@
 
 #include "engine/autodiff.h"
 #include "isa/activation.h"
+#include "jit/aligned_buffer.h"
 #include "ops/elementwise/activation.h"
+#include "ops/op.h"
+#include "ops/quant/linear_bf16.h"
 #include "tests/linear_bf16_naive.h"
 #include "tests/op_harness.h"
 #include "tests/run_levels.h"
@@ -56,6 +60,52 @@ TEST(LinearBf16, MatchesNaiveLoopAtEveryLevelAndWithJitOff) {
           expect_bf16_kernel(y, lv);
         }
   }
+}
+
+// The kernels called directly, so that the widening AVX-512 kernel runs on a CPU with
+// AVX512_BF16 too: every level, with and without vdpbf16ps where the CPU has it, on the sizes
+// above; a guard after y.
+TEST(LinearBf16, EachKernelVariantMatchesNaiveLoop) {
+  std::mt19937 rng(37);
+  KernelCache cache;
+  for (Isa isa : jit_levels())
+    for (bool dpbf16 : {false, true}) {
+      if (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)) continue;
+      int c = 0;
+      for (int64_t in : {1, 7, 17, 63, 784})
+        for (int64_t out : {1, 5, 16, 31, 259})
+          for (int64_t rows : {1, 3, 8}) {
+            const Activation act = static_cast<Activation>(c++ % ACTIVATION_COUNT);
+            const HostTensor x = random_f32(Shape{rows, in}, rng, -2, 2);
+            const HostTensor w = random_bf16(Shape{in, out}, rng, -0.5, 0.5);
+            const HostTensor b = random_f32(Shape{out}, rng, -1, 1);
+            SCOPED_TRACE(describe(Opcode::LINEAR_BF16, {x, w, b}, {}) + " act " + activation_name(act) + " " +
+                         isa_name(isa) + (dpbf16 ? " dpbf16" : ""));
+            Instruction ins = make_instruction(Opcode::LINEAR_BF16, {0, 1, 2}, {3});
+            ASSERT_EQ(apply_imms(&ins, {imm_enum("act", activation_name(act)), imm_f("act_alpha", 0.5)}), "");
+            const TensorType types[] = {x.type, w.type, b.type, TensorType{DType::F32, Shape{rows, out}}};
+            Result<std::shared_ptr<const JitKernel>> k = linear_bf16_kernel(ins, types, isa, dpbf16, cache);
+            ASSERT_TRUE(k) << k.status().message();
+            ASSERT_NE(k.value(), nullptr);
+            EXPECT_EQ(k.value()->name().find("dpbf16") != std::string::npos, dpbf16) << k.value()->name();
+            std::vector<float> xf(x.v.begin(), x.v.end()), bf(b.v.begin(), b.v.end());
+            std::vector<float> y(static_cast<size_t>(rows * out + 16), -7.f);
+            std::vector<uint16_t> wh;
+            for (double v : w.v) wh.push_back(bf16_from_double(v));
+            AlignedBuffer scratch(op_hooks(Opcode::LINEAR_BF16).scratch(ins, types, types + 3));
+            const void* in_ptrs[] = {xf.data(), wh.data(), bf.data()};
+            void* out_ptrs[] = {y.data()};
+            const KernelArgs args{in_ptrs, out_ptrs, types, types + 3, &ins, 3, 1, scratch.data(), nullptr, scratch.data()};
+            k.value()->fn()(&args);
+            const auto f = [&](double z) { return act::apply(act, static_cast<float>(z), 0.5f); };
+            OpOutput got;
+            got.type = types[3];
+            got.v.assign(y.begin(), y.begin() + rows * out);
+            got.outs.push_back(HostTensor{types[3], got.v});
+            EXPECT_TRUE(matches(naive_linear_bf16(x, w, b, f), got));
+            for (size_t i = static_cast<size_t>(rows * out); i < y.size(); ++i) EXPECT_EQ(y[i], -7.f) << "past y: " << i;
+          }
+    }
 }
 
 // x = 1 + 2⁻⁸ lies halfway between the bf16 values 1 and 1 + 2⁻⁷ and rounds to the even one, 1;

@@ -40,6 +40,7 @@
 #include "jit/vecgen.h"
 #include "ops/elementwise/activation.h"
 #include "ops/op.h"
+#include "ops/quant/linear_bf16.h"
 
 namespace nnasm {
 namespace {
@@ -213,11 +214,16 @@ class Bf16Gen {
       else g_.vmovdqu16(ptr[r11] | k3, Ymm(t.getIdx()));
       return;
     }
+    // vpand has no EVEX form: zmm takes vpandd.
+    auto pand = [&](const Xmm& d, const Xmm& a, const Address& m) {
+      if (v_.avx512()) g_.vpandd(d, a, m);
+      else g_.vpand(d, a, m);
+    };
     g_.vpsrld(t, v, 16);
-    g_.vpand(t, t, v_.cst_u32({1}));
+    pand(t, t, v_.cst_u32({1}));
     g_.vpaddd(t, t, v_.cst_u32({0x7fff}));
     g_.vpaddd(t, t, v);
-    g_.vpand(t, t, v_.cst_u32({0xffff0000u}));
+    pand(t, t, v_.cst_u32({0xffff0000u}));
     const VMask nan = v_.mask(0, v_.vreg(2));
     v_.cmp(nan, v, v, VecGen::CMP_UNORD);
     v_.move_if(t, nan, v);
@@ -367,24 +373,31 @@ size_t linear_bf16_scratch(const Instruction&, const TensorType* in, const Tenso
 }
 
 Result<std::shared_ptr<const JitKernel>> linear_bf16_jit(const JitRequest& r, KernelCache& cache) {
+  return linear_bf16_kernel(r.ins, r.in, r.isa, r.isa == Isa::AVX512 && cpu_info().avx512_bf16, cache);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& ins, const TensorType* in, Isa isa,
+                                                            bool dpbf16, KernelCache& cache) {
   Bf16Spec s;
-  s.d = dims_of(r.in);
+  s.d = dims_of(in);
   if (s.d.rows <= 0 || s.d.in <= 0 || s.d.out <= 0) return std::shared_ptr<const JitKernel>();
   if (s.d.in * s.d.out * 2 > MAX_BYTES || MR * s.d.out * 4 > MAX_BYTES || MR * s.d.in * 4 > MAX_BYTES)
     return std::shared_ptr<const JitKernel>();
-  s.isa = r.isa;
-  s.dpbf16 = r.isa == Isa::AVX512 && cpu_info().avx512_bf16;
-  s.act = fused_act(r.ins);
-  s.act_alpha = static_cast<float>(fused_act_alpha(r.ins));
-  const int W = r.isa == Isa::AVX512 ? 16 : 8;
+  if (isa == Isa::REF || (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)))
+    return std::shared_ptr<const JitKernel>();
+  s.isa = isa;
+  s.dpbf16 = dpbf16;
+  s.act = fused_act(ins);
+  s.act_alpha = static_cast<float>(fused_act_alpha(ins));
+  const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
   const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "",
                                        std::min<int64_t>(s.d.rows, MR), 2 * W);
   const std::string key = fmt::format("{}|{}x{}x{}|{}", name, s.d.rows, s.d.in, s.d.out, s.act_alpha);
   return build_kernel_measured(cache, key, name, MEASURE_BYTES, [&s](CodeGenerator& g) { return Bf16Gen(g, s).emit(); });
 }
-
-}  // namespace
 
 // No gradient hook: autodiff refuses a path through it, by name.
 OpHooks op_hooks_LINEAR_BF16() {
