@@ -43,7 +43,7 @@ TEST(LinearBf16, MatchesNaiveLoopAtEveryLevelAndWithJitOff) {
   for (const Level& lv : levels()) {
     int c = 0;
     for (int64_t in : {1, 7, 17, 63, 784})
-      for (int64_t out : {1, 5, 16, 31, 259})
+      for (int64_t out : {1, 5, 16, 31, 100, 259})
         for (int64_t rows : {1, 3, 8}) {
           const Activation act = static_cast<Activation>(c++ % ACTIVATION_COUNT);
           const double alpha = alphas[static_cast<int>(act)];
@@ -73,7 +73,7 @@ TEST(LinearBf16, EachKernelVariantMatchesNaiveLoop) {
       if (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)) continue;
       int c = 0;
       for (int64_t in : {1, 7, 17, 63, 784})
-        for (int64_t out : {1, 5, 16, 31, 259})
+        for (int64_t out : {1, 5, 16, 31, 100, 259})
           for (int64_t rows : {1, 3, 8}) {
             const Activation act = static_cast<Activation>(c++ % ACTIVATION_COUNT);
             const HostTensor x = random_f32(Shape{rows, in}, rng, -2, 2);

@@ -12,14 +12,16 @@
 // Gradient   none: bf16 weights are inference storage; training stays f32 (LINEAR), so autodiff
 //            refuses a program that needs one through this op, by name.
 // Kernels    reference: plain loops, summing k = 0 … in−1 in order.
-//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows; each block's x rows rounded to
-//            bf16 into the scratch first, then every block of output columns streams W once
-//            (batch 1 is a GEMV), the bias, the activation snippet (jit/act_snippet.h, LINEAR's)
-//            and the store fused. With AVX512_BF16 (`bf16_linear__avx512_dpbf16_4x32`): two
+//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows, 8 accumulators per block (a
+//            single row, batch 1, gets 8 vectors of columns: its adds are 8 independent chains);
+//            each block's x rows rounded to bf16 into the scratch first, then every block of
+//            output columns streams W once (batch 1 is a GEMV), the bias, the activation snippet
+//            (jit/act_snippet.h, LINEAR's) and the store fused. With AVX512_BF16
+//            (`bf16_linear__avx512_dpbf16_4x32`, `_1x128` for one row): two
 //            rows of W interleaved into bf16 pairs in registers (vpunpcklwd / vpunpckhwd, so W
 //            needs no packed copy) and vdpbf16ps against the broadcast pair of x, the columns put
 //            back in order (vpermi2ps) once per block. Without it (`__avx512_4x32`,
-//            `__avx2_4x16`): W widened to f32 (vpmovzxwd, vpslld 16) and an FMA with x rounded
+//            `__avx2_4x16`, `_1x64`): W widened to f32 (vpmovzxwd, vpslld 16) and an FMA with x rounded
 //            to bf16, the same exact products. Results differ from the reference only in the
 //            order of the f32 sums (vdpbf16ps adds a pair's two products one after the other).
 // Notes      NaN and ±inf propagate as in f32 arithmetic. Denormals: vcvtneps2bf16 and vdpbf16ps
@@ -101,12 +103,13 @@ void linear_bf16_ref(const KernelArgs* a) {
 // Register map. General: rdi KernelArgs*; rsi x and rdx y at the current row block; r8 W; r9 the
 // bias; rbx the scratch (the block's x rows in bf16 pairs, or rounded f32); r13 row blocks left;
 // rcx W, r14 y and r15 the bias at the current column block; r12 column blocks left; rax W and
-// r11 the scratch at the current k; r10 k steps left. Vector: 0, 1 W (row k and k+1, or the two
-// widened vectors), 2, 3 W pairs (dpbf16) or scratch, 4 the broadcast x, 5 zero (an odd in's
-// last pair), 6 … 13 the accumulators (row i, vector j at 6 + 2i + j), 14 … the activation's
-// temporaries (AVX2: 0 … 5 and 14, as W is dead by then), AVX2's tail mask in 15. Opmasks: k1
-// the output tail (VecGen), k3 the word mask of W's tail columns and x's tail (set before each
-// use: the activation snippets clobber k2 … k7).
+// r11 the scratch at the current k; r10 k steps left. Vector: 0, 1 W (rows k and k+1, or the
+// widened vectors: all of a row's with several rows, 0 and 1 in turn with one), 2, 3 W pairs
+// (dpbf16; 2, 3 widened too with several rows), 4 the broadcast x (widening), 5 zero (an odd
+// in's last pair), 6 … 13 the accumulators (row i, vector j at 6 + nv·i + j, nv vectors a row),
+// the activation's temporaries in 0 … 4 and 14 (W is dead by then), AVX2's tail mask in 15.
+// Opmasks: k1 the output tail (VecGen), k3 the word mask of W's last column group and x's tail
+// (set before each use: the activation snippets clobber k2 … k7).
 
 using namespace Xbyak;
 using namespace Xbyak::util;
@@ -132,9 +135,12 @@ class Bf16Gen {
  public:
   Bf16Gen(CodeGenerator& g, const Bf16Spec& s) : g_(g), s_(s), v_(g, s.isa) {}
 
+  // Vectors of columns per row: 8 accumulators in all, so that a single row (batch 1, where
+  // each accumulator's chain of dependent adds is what limits) still has 8 chains.
+  static int vectors_per_row(int mr) { return mr == 1 ? 8 : mr == 2 ? 4 : 2; }
+
   Status emit() {
     const int W = v_.width();
-    nb_ = 2 * W;
     xs_ = x_row_bytes(s_.dpbf16, s_.d.in);
     {
       Frame f(g_, 6);
@@ -163,7 +169,7 @@ class Bf16Gen {
   }
 
  private:
-  Xmm acc(int i, int j) const { return v_.vreg(6 + 2 * i + j); }
+  Xmm acc(int i, int j) const { return v_.vreg(6 + nv_ * i + j); }
 
   void set_k3(uint32_t bits) {
     g_.mov(eax, bits);
@@ -234,51 +240,60 @@ class Bf16Gen {
 
   void row_block(int mr) {
     convert_x(mr);
+    nv_ = vectors_per_row(mr);
+    const int nb = nv_ * v_.width();
     g_.mov(rcx, r8);
     g_.mov(r14, rdx);
     g_.mov(r15, r9);
-    const int64_t full = s_.d.out / nb_;
-    const int tail = static_cast<int>(s_.d.out % nb_);
+    const int64_t full = s_.d.out / nb;
+    const int tail = static_cast<int>(s_.d.out % nb);
     if (full > 0) {
       Label loop;
       g_.mov(r12, full);
       g_.L(loop);
-      col_block(mr, nb_);
-      g_.add(rcx, nb_ * 2);
-      g_.add(r14, nb_ * 4);
-      g_.add(r15, nb_ * 4);
+      col_block(mr, nb);
+      g_.add(rcx, nb * 2);
+      g_.add(r14, nb * 4);
+      g_.add(r15, nb * 4);
       g_.dec(r12);
       g_.jnz(loop, CodeGenerator::T_NEAR);
     }
     if (tail) col_block(mr, tail);
   }
 
-  // One k step (dpbf16: one pair of k) of `cols` columns for mr rows; `zero_partner`: the pair's
-  // second W row is past the end (an odd in), so zeros stand in for it.
+  // One pair of k for `cols` columns and mr rows: per group of 32 columns, the two W rows'
+  // words (masked by k3 in a partial last group) interleaved into pairs, and vdpbf16ps against
+  // each row's x pair (broadcast from the scratch). `zero_partner`: the pair's second W row is
+  // past the end (an odd in), so zeros stand in for it.
   void step_dpbf16(int mr, int cols, bool zero_partner) {
-    const Zmm w0(0), w1(1), lo(2), hi(3), xb(4), zero(5);
-    if (cols == nb_) g_.vmovdqu16(w0, ptr[rax]);
-    else g_.vmovdqu16(w0 | k3 | T_z, ptr[rax]);
-    const Zmm& partner = zero_partner ? zero : w1;
-    if (!zero_partner) {
-      if (cols == nb_) g_.vmovdqu16(w1, ptr[rax + s_.d.out * 2]);
-      else g_.vmovdqu16(w1 | k3 | T_z, ptr[rax + s_.d.out * 2]);
-    }
-    g_.vpunpcklwd(lo, w0, partner);
-    g_.vpunpckhwd(hi, w0, partner);
-    for (int i = 0; i < mr; ++i) {
-      g_.vpbroadcastd(xb, dword[r11 + i * xs_]);
-      g_.vdpbf16ps(Zmm(acc(i, 0).getIdx()), lo, xb);
-      g_.vdpbf16ps(Zmm(acc(i, 1).getIdx()), hi, xb);
+    const Zmm w0(0), w1(1), lo(2), hi(3), zero(5);
+    const int groups = (cols + 31) / 32;
+    for (int p = 0; p < groups; ++p) {
+      const bool part = cols - 32 * p < 32;
+      auto load = [&](const Zmm& d, const Address& a) {
+        if (part) g_.vmovdqu16(d | k3 | T_z, a);
+        else g_.vmovdqu16(d, a);
+      };
+      load(w0, ptr[rax + p * 64]);
+      if (!zero_partner) load(w1, ptr[rax + s_.d.out * 2 + p * 64]);
+      const Zmm& partner = zero_partner ? zero : w1;
+      g_.vpunpcklwd(lo, w0, partner);
+      g_.vpunpckhwd(hi, w0, partner);
+      for (int i = 0; i < mr; ++i) {
+        g_.vdpbf16ps(Zmm(acc(i, 2 * p).getIdx()), lo, ptr_b[r11 + i * xs_]);
+        g_.vdpbf16ps(Zmm(acc(i, 2 * p + 1).getIdx()), hi, ptr_b[r11 + i * xs_]);
+      }
     }
   }
 
+  // One k for `cols` columns and mr rows: W's words widened to f32 (a bf16 is the top half of
+  // its f32), then an FMA with each row's rounded x. A single row streams W through two
+  // registers; several rows hold the (at most 4) vectors for all of them.
   void step_widen(int mr, int cols) {
     const int W = v_.width();
     const int nv = (cols + W - 1) / W;
-    for (int j = 0; j < nv; ++j) {
+    auto widen = [&](const Xmm& wj, int j) {
       const int count = std::min(W, cols - j * W);
-      const Xmm wj = v_.vreg(j);
       if (v_.avx512()) {
         if (count == W) g_.vpmovzxwd(wj, yword[rax + j * W * 2]);
         else g_.vpmovzxwd(wj | k1 | T_z, yword[rax + j * W * 2]);
@@ -292,8 +307,17 @@ class Bf16Gen {
         g_.vpmovzxwd(wj, n);
       }
       g_.vpslld(wj, wj, 16);
-    }
+    };
     const Xmm xb = v_.vreg(4);
+    if (mr == 1) {
+      v_.broadcast(xb, dword[r11]);
+      for (int j = 0; j < nv; ++j) {
+        widen(v_.vreg(j % 2), j);
+        g_.vfmadd231ps(acc(0, j), v_.vreg(j % 2), xb);
+      }
+      return;
+    }
+    for (int j = 0; j < nv; ++j) widen(v_.vreg(j), j);
     for (int i = 0; i < mr; ++i) {
       v_.broadcast(xb, dword[r11 + i * xs_]);
       for (int j = 0; j < nv; ++j) g_.vfmadd231ps(acc(i, j), v_.vreg(j), xb);
@@ -302,10 +326,11 @@ class Bf16Gen {
 
   void col_block(int mr, int cols) {
     const int W = v_.width();
-    const int nacc = s_.dpbf16 ? 2 : (cols + W - 1) / W;
+    // dpbf16: both accumulators of every 32-column group, whatever part of it is used.
+    const int nacc = s_.dpbf16 ? 2 * ((cols + 31) / 32) : (cols + W - 1) / W;
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j < nacc; ++j) g_.vxorps(acc(i, j), acc(i, j), acc(i, j));
-    if (s_.dpbf16 && cols < nb_) set_k3((1u << cols) - 1);
+    if (s_.dpbf16 && cols % 32) set_k3((1u << (cols % 32)) - 1);
     g_.mov(rax, rcx);
     g_.mov(r11, rbx);
     const int64_t steps = s_.dpbf16 ? s_.d.in / 2 : s_.d.in;
@@ -321,27 +346,28 @@ class Bf16Gen {
       g_.jnz(loop, CodeGenerator::T_NEAR);
     }
     if (s_.dpbf16 && s_.d.in % 2) step_dpbf16(mr, cols, true);
-    if (s_.dpbf16) unpermute(mr);
+    if (s_.dpbf16) unpermute(mr, nacc / 2);
     epilogue(mr, cols);
   }
 
-  // vpunpcklwd / vpunpckhwd pair the words within each 128-bit lane: lane L of the low
-  // accumulator holds columns 8L … 8L+3, of the high one 8L+4 … 8L+7. Back to column order.
-  void unpermute(int mr) {
+  // vpunpcklwd / vpunpckhwd pair the words within each 128-bit lane: lane L of a group's low
+  // accumulator holds its columns 8L … 8L+3, of the high one 8L+4 … 8L+7. Back to column order.
+  void unpermute(int mr, int groups) {
     std::vector<uint32_t> idx[2];
     for (uint32_t c = 0; c < 32; ++c) {
       const uint32_t lane = c / 8, r = c % 8;
       idx[c / 16].push_back(r < 4 ? 4 * lane + r : 16 + 4 * lane + r - 4);
     }
-    for (int i = 0; i < mr; ++i) {
-      const Zmm a(acc(i, 0).getIdx()), b(acc(i, 1).getIdx()), t0(0), t1(1);
-      g_.vmovups(t0, v_.cst_u32(idx[0]));
-      g_.vmovups(t1, v_.cst_u32(idx[1]));
-      g_.vpermi2ps(t0, a, b);
-      g_.vpermi2ps(t1, a, b);
-      g_.vmovaps(a, t0);
-      g_.vmovaps(b, t1);
-    }
+    for (int i = 0; i < mr; ++i)
+      for (int p = 0; p < groups; ++p) {
+        const Zmm a(acc(i, 2 * p).getIdx()), b(acc(i, 2 * p + 1).getIdx()), t0(0), t1(1);
+        g_.vmovups(t0, v_.cst_u32(idx[0]));
+        g_.vmovups(t1, v_.cst_u32(idx[1]));
+        g_.vpermi2ps(t0, a, b);
+        g_.vpermi2ps(t1, a, b);
+        g_.vmovaps(a, t0);
+        g_.vmovaps(b, t1);
+      }
   }
 
   // + bias, the activation, the store: LINEAR's epilogue.
@@ -363,7 +389,7 @@ class Bf16Gen {
   CodeGenerator& g_;
   const Bf16Spec& s_;
   VecGen v_;
-  int nb_ = 0;
+  int nv_ = 2;  // vectors of columns per row in the current row block
   int64_t xs_ = 0;
 };
 
@@ -393,8 +419,9 @@ Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& i
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
   const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
-  const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "",
-                                       std::min<int64_t>(s.d.rows, MR), 2 * W);
+  const int mr = static_cast<int>(std::min<int64_t>(s.d.rows, MR));
+  const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "", mr,
+                                       Bf16Gen::vectors_per_row(mr) * W);
   const std::string key = fmt::format("{}|{}x{}x{}|{}", name, s.d.rows, s.d.in, s.d.out, s.act_alpha);
   return build_kernel_measured(cache, key, name, MEASURE_BYTES, [&s](CodeGenerator& g) { return Bf16Gen(g, s).emit(); });
 }
