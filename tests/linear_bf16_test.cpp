@@ -2,18 +2,20 @@
 // with the JIT off, against the naive loop of tests/linear_bf16_naive.h, with the kernel that ran
 // asserted (vdpbf16ps where the CPU has AVX512_BF16); x's rounding to bf16 (ties to even) and NaN;
 // both AVX-512 kernels (vdpbf16ps and the widening one CPUs without AVX512_BF16 get) called
-// directly; each shape error; autodiff's refusal (no gradient).
+// directly; each shape error; autodiff's refusal (no gradient); act-fusion into it.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "engine/autodiff.h"
+#include "engine/passes/pass.h"
 #include "isa/activation.h"
 #include "jit/aligned_buffer.h"
 #include "ops/elementwise/activation.h"
 #include "ops/op.h"
 #include "ops/quant/linear_bf16.h"
+#include "serialize/listing.h"
 #include "tests/linear_bf16_naive.h"
 #include "tests/op_harness.h"
 #include "tests/run_levels.h"
@@ -159,6 +161,21 @@ TEST(LinearBf16, HasNoGradient) {
     EXPECT_NE(g.status().message().find("LINEAR_BF16"), std::string::npos) << g.status().message();
     EXPECT_NE(g.status().message().find("no backward rule"), std::string::npos) << g.status().message();
   }
+}
+
+// The act-fusion pass fuses a following activation into LINEAR_BF16 as into LINEAR (the op is in
+// isa/activation.h's table of ops with an act= epilogue).
+TEST(LinearBf16, ActFusionTakesAFollowingActivation) {
+  Context ctx;
+  Program p(ctx);
+  ASSERT_TRUE(program_parse("input %x : f32[1,8]\nparam @w : bf16[8,4]\nparam @b : f32[4]\noutput %y\nforward:\n"
+                            "  LINEAR_BF16 %x, @w, @b -> %h\n  LEAKYRELU %h -> %y slope=0.2\n",
+                            "t.nnasm", &p));
+  ASSERT_TRUE(optimize(p, 1, nullptr, {"act-fusion"}));
+  ASSERT_EQ(p.code().size(), 1u);
+  EXPECT_EQ(p.code()[0].op, Opcode::LINEAR_BF16);
+  EXPECT_EQ(fused_act(p.code()[0]), Activation::LEAKYRELU);
+  EXPECT_FLOAT_EQ(static_cast<float>(fused_act_alpha(p.code()[0])), 0.2f);
 }
 
 }  // namespace
