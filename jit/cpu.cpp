@@ -55,6 +55,7 @@ CpuInfo probe() {
   if (info.best == Isa::AVX2 && cpu.has(C::tAVX512F) && cpu.has(C::tAVX512VL) && cpu.has(C::tAVX512BW) &&
       cpu.has(C::tAVX512DQ))
     info.best = Isa::AVX512;
+  info.avx512_bf16 = cpu.has(C::tAVX512_BF16);
   return info;
 }
 }  // namespace

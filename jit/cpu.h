@@ -21,6 +21,9 @@ struct CpuInfo {
   // thread has with the default of one thread per core (engine/usable_cpus.h); 0 when unknown
   // (xbyak reads the cache hierarchy on Intel only). How a large GEMV splits follows it.
   int64_t l2_bytes = 0;
+  // AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5): vdpbf16ps and vcvtne2ps2bf16. Apart from
+  // `best`: LINEAR_BF16's AVX-512 kernel uses them where present and widens bf16 to f32 where not.
+  bool avx512_bf16 = false;
 };
 // Probed once; thread-safe.
 const CpuInfo& cpu_info();

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "engine/executor.h"
+#include "isa/bf16.h"
 #include "isa/program.h"
 
 namespace nnasm::test {
@@ -239,9 +240,10 @@ inline size_t padded_bytes(int64_t numel, size_t elem = 4) {
 inline unsigned char guard_byte(size_t b) { return static_cast<unsigned char>(GUARD_WORD >> (8 * (b % 4))); }
 
 // Element i of a tensor's storage, as the test's double, and back, for every dtype the harness
-// takes (f32, i32, i8, u8).
+// takes (f32, i32, bf16, i8, u8); a bf16 is written rounded to nearest even.
 inline double read_elem(const Tensor& t, int64_t i) {
   switch (t.desc.type.dtype) {
+    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(t.data.data())[i]);
     case DType::I32: return t.i32()[i];  // not through a ?: with float, which would round it
     case DType::I8: return static_cast<const int8_t*>(t.data.data())[i];
     case DType::U8: return static_cast<const uint8_t*>(t.data.data())[i];
@@ -251,6 +253,7 @@ inline double read_elem(const Tensor& t, int64_t i) {
 inline void write_elem(Tensor& t, int64_t i, double v) {
   switch (t.desc.type.dtype) {
     case DType::I32: t.i32()[i] = static_cast<int32_t>(v); break;
+    case DType::BF16: static_cast<uint16_t*>(t.data.data())[i] = bf16_from_double(v); break;
     case DType::I8: static_cast<int8_t*>(t.data.data())[i] = static_cast<int8_t>(v); break;
     case DType::U8: static_cast<uint8_t*>(t.data.data())[i] = static_cast<uint8_t>(v); break;
     default: t.f32()[i] = static_cast<float>(v);

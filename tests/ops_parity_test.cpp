@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "tests/linear_bf16_naive.h"
 #include "tests/nchwc_naive.h"
 #include "tests/nchwc_dwconv_naive.h"
 #include "tests/nchwc_blocking.h"
@@ -573,16 +574,22 @@ void cases_matmul_act(ParityRun& r) {
     }
 }
 
+// LINEAR's sizes (LINEAR_BF16's too): x's leading dims, in and out.
+struct LinearCase {
+  std::vector<int64_t> rows;
+  int64_t in, out;
+};
+const std::vector<LinearCase>& linear_cases() {
+  static const std::vector<LinearCase> cases = {
+      {{}, 1, 1},   {{}, 7, 1},     {{1}, 1, 7},         {{3}, 17, 33},   {{2, 3}, 16, 15},
+      {{1}, 33, 7}, {{65}, 70, 65}, {{2, 2, 2}, 15, 16}, {{1031}, 1, 3}, {{7}, 33, 17}};
+  return cases;
+}
+
 void cases_linear(ParityRun& r) {
-  struct Case {
-    std::vector<int64_t> rows;
-    int64_t in, out;
-  };
-  const Case cases[] = {{{}, 1, 1},      {{}, 7, 1},        {{1}, 1, 7},    {{3}, 17, 33},     {{2, 3}, 16, 15},
-                        {{1}, 33, 7},    {{65}, 70, 65},    {{2, 2, 2}, 15, 16}, {{1031}, 1, 3}, {{7}, 33, 17}};
   // Without an activation (default immediates), then every activation on every case.
   for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
-    for (const Case& c : cases) {
+    for (const LinearCase& c : linear_cases()) {
       std::vector<int64_t> xd = c.rows;
       xd.push_back(c.in);
       const HostTensor x = random_f32(shape_of(xd), r.rng());
@@ -1786,6 +1793,7 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::CAST, cases_cast},
       {Opcode::QUANTIZE, cases_quantize},
       {Opcode::DEQUANTIZE, cases_dequantize},
+      {Opcode::LINEAR_BF16, cases_linear_bf16},
       {Opcode::SIGN, cases_sign},
       {Opcode::SOFTPLUS, cases_softplus},
       {Opcode::HARDSIGMOID, cases_hardsigmoid},

@@ -107,3 +107,25 @@ void cases_dequantize(ParityRun& r) {
     }
   }
 }
+
+// LINEAR_BF16 on LINEAR's sizes, without and with each activation, against
+// tests/linear_bf16_naive.h (x rounded to bf16, the exact products summed in double) and
+// LINEAR's activations in double.
+void cases_linear_bf16(ParityRun& r) {
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    for (const LinearCase& c : linear_cases()) {
+      std::vector<int64_t> xd = c.rows;
+      xd.push_back(c.in);
+      const HostTensor x = random_f32(shape_of(xd), r.rng());
+      const HostTensor w = random_bf16(Shape{c.in, c.out}, r.rng(), -1, 1);
+      const HostTensor b = random_f32(Shape{c.out}, r.rng());
+      std::vector<ImmArg> imms;
+      std::function<double(double)> f = [](double z) { return z; };
+      if (a >= 0) {
+        imms = {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)};
+        f = linear_acts()[a].f;
+      }
+      r.check({x, w, b}, imms, naive_linear_bf16(x, w, b, f));
+    }
+  }
+}

@@ -9,8 +9,8 @@
 
 #include "engine/autodiff.h"
 #include "serialize/listing.h"
-#include "tests/jit_levels.h"
 #include "tests/op_harness.h"
+#include "tests/run_levels.h"
 
 namespace nnasm::test {
 namespace {
@@ -27,29 +27,6 @@ double naive_quantize(double x, double scale, double zp, DType t) {
   const double q = std::nearbyint(static_cast<double>(static_cast<float>(x / scale)));
   if (std::isnan(q)) return zp;
   return std::min(hi_of(t), std::max(lo_of(t), q + zp));
-}
-
-struct Level {
-  RunConfig cfg;
-  std::string isa;  // in the kernel's name; "" for the reference
-};
-
-// The JIT levels of this machine, then the JIT off (NNASM_JIT=0's configuration).
-std::vector<Level> levels() {
-  std::vector<Level> v;
-  for (Isa isa : jit_levels()) v.push_back({RunConfig{true, JitConfig{true, isa}, 1}, isa_name(isa)});
-  v.push_back({RunConfig{true, JitConfig{false, Isa::AVX512}, 1}, ""});
-  return v;
-}
-
-// The kernel that ran: the reference with the JIT off, else `prefix`'s kernel at the level.
-void expect_kernel(const OpOutput& y, const Level& lv, const std::string& prefix) {
-  if (lv.isa.empty()) {
-    EXPECT_EQ(y.kernel, "ref");
-    return;
-  }
-  EXPECT_EQ(y.kernel.rfind(prefix, 0), 0u) << y.kernel;
-  EXPECT_NE(y.kernel.find(lv.isa), std::string::npos) << y.kernel;
 }
 
 struct AxisCase {
