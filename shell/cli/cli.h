@@ -45,6 +45,16 @@ Status load_program(const std::string& path, Program* p, ModelMeta* meta = nullp
 // message says why the batch cannot change, naming FILE.
 Status at_batch(const Program& p, int64_t batch, const std::string& file, std::unique_ptr<Program>* out);
 
+// What run and bench start from: FILE loaded into `ctx`, at --batch N when N > 0, with the
+// context's kernels capped at --isa LEVEL when given (apply_isa).
+struct RunProgram {
+  explicit RunProgram(Context& ctx) : loaded(ctx) {}
+  Program loaded;
+  std::unique_ptr<Program> rebatched;  // loaded at another batch, when one was asked for
+  Program& program() { return rebatched ? *rebatched : loaded; }
+};
+Status load_run_program(const std::string& file, int64_t batch, const std::string& isa, Context& ctx, RunProgram* out);
+
 // "NAME=PATH": a command-line binding of a tensor to a file. `sigils` may prefix NAME.
 struct Binding {
   std::string name;  // without its sigil

@@ -91,12 +91,9 @@ Status cmd_bench(const BenchOptions& o) {
     return Status::error("nnasm: error: --json and --profile: the profile is a listing, not JSON; use one at a time");
   if (o.runs < 0) return Status::errorf("nnasm: error: --runs {}: expected N >= 1", o.runs);
   Context ctx;
-  Program loaded(ctx);
-  NNASM_TRY(load_program(o.file, &loaded));
-  std::unique_ptr<Program> rebatched;
-  NNASM_TRY(at_batch(loaded, o.batch, o.file, &rebatched));
-  Program& prog = rebatched ? *rebatched : loaded;
-  NNASM_TRY(apply_isa(ctx, o.isa));
+  RunProgram source(ctx);
+  NNASM_TRY(load_run_program(o.file, o.batch, o.isa, ctx, &source));
+  Program& prog = source.program();
   if (o.train && !prog.has_section(Section::UPDATE))
     return Status::errorf("nnasm: error: --train: {} has no update section (not a training program)", o.file);
   std::map<TensorId, NpyArray> data;

@@ -94,12 +94,9 @@ Status cmd_run(const RunOptions& o) {
   if (!(o.atol >= 0) || !(o.rtol >= 0)) return fail("--atol {} --rtol {}: tolerances must be >= 0", o.atol, o.rtol);
 
   Context ctx;
-  Program loaded(ctx);
-  NNASM_TRY(load_program(o.file, &loaded));
-  std::unique_ptr<Program> rebatched;
-  NNASM_TRY(at_batch(loaded, o.batch, o.file, &rebatched));
-  Program& prog = rebatched ? *rebatched : loaded;
-  NNASM_TRY(apply_isa(ctx, o.isa));
+  RunProgram source(ctx);
+  NNASM_TRY(load_run_program(o.file, o.batch, o.isa, ctx, &source));
+  Program& prog = source.program();
   std::map<TensorId, NpyArray> data;
   NNASM_TRY(read_inputs(prog, o.file, o.ins, true, &data));
 

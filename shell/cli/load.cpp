@@ -120,4 +120,10 @@ Status at_batch(const Program& p, int64_t batch, const std::string& file, std::u
   return Status::ok();
 }
 
+Status load_run_program(const std::string& file, int64_t batch, const std::string& isa, Context& ctx, RunProgram* out) {
+  NNASM_TRY(load_program(file, &out->loaded));
+  NNASM_TRY(at_batch(out->loaded, batch, file, &out->rebatched));
+  return apply_isa(ctx, isa);
+}
+
 }  // namespace nnasm
