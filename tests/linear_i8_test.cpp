@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "engine/autodiff.h"
+#include "engine/executor.h"
 #include "engine/passes/pass.h"
 #include "isa/activation.h"
 #include "jit/aligned_buffer.h"
@@ -295,6 +296,42 @@ TEST(LinearI8, DeriveHoistsThePackingAndActFusionTakesTheActivation) {
   EXPECT_EQ(p.code()[1].section, Section::FORWARD);
   EXPECT_EQ(fused_act(p.code()[1]), Activation::LEAKYRELU);
   EXPECT_FLOAT_EQ(static_cast<float>(fused_act_alpha(p.code()[1])), 0.2f);
+}
+
+// A whole program, its weight a param and then a constant, at -O0 and -O1 (derive, constant
+// folding), run by the executor: the same values as the naive loop.
+TEST(LinearI8, ProgramRunsTheSameAtEachOptLevel) {
+  std::mt19937 rng(43);
+  const HostTensor x = random_f32(Shape{3, 5}, rng, -1, 2);
+  const HostTensor w = random_i8(Shape{5, 3}, rng);
+  const HostTensor s = host(DType::F32, Shape{3}, {0.01, 0.02, 0.005});
+  const HostTensor b = host(DType::F32, Shape{3}, {0.5, -0.25, 0});
+  const Expected e = naive_linear_i8(x, w, s, b, false, act_fn(Activation::NONE));
+  auto list = [](const HostTensor& t) {
+    std::string v;
+    for (double d : t.v) v += (v.empty() ? "" : ", ") + fmt::format("{}", static_cast<float>(d));
+    return "[" + v + "]";
+  };
+  for (const char* kind : {"param", "const"})
+    for (int opt : {0, 1}) {
+      SCOPED_TRACE(std::string(kind) + " -O" + std::to_string(opt));
+      const std::string text = fmt::format(
+          "input %x : f32[3,5]\n{0} @w : i8[5,3] = {1}\n{0} @s : f32[3] = {2}\n{0} @b : f32[3] = {3}\noutput %y\n\n"
+          "forward:\n  LINEAR_WEIGHTS_I8 @w -> %wp, %cs\n  LINEAR_I8 %x, %wp, %cs, @s, @b -> %y\n",
+          kind, list(w), list(s), list(b));
+      Context ctx;
+      ctx.set_opt_level(opt);
+      Program p(ctx);
+      ASSERT_TRUE(program_parse(text, "t.nnasm", &p)) << text;
+      auto made = Executor::prepare(p);
+      ASSERT_TRUE(made) << made.status().message();
+      Executor& ex = *made.value();
+      std::copy(x.v.begin(), x.v.end(), ex.tensor("x")->f32());
+      ex.run();
+      const Tensor* y = ex.tensor("y");
+      ASSERT_EQ(y->numel(), 9);
+      for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(y->f32()[i], e.t.v[static_cast<size_t>(i)]) << i;
+    }
 }
 
 TEST(LinearI8, ListingRefusesAnUnknownXScale) {
