@@ -209,10 +209,11 @@ void linear_i8_ref(const KernelArgs* a) {
 // r12 column blocks left; rax wp and r15 the q rows at the current quad; rcx quads left (and the
 // quantizing passes' counter, with rax x and r15 q there).
 // Scratch: [0, 16) the tensor's sx, zp, p, divisor; [64 + 16i, …) row i's; from 128 the block's q
-// rows, qs bytes apart (u8, or u16 for the widening kernel), padded with q of zeros.
-// Vector, AVX-512: 8 … 23 the accumulators, 24 … 31 the tile's wp vectors, 7 the broadcast q
-// quad, 6 (and 5) products, 3 and 4 the streamed wp of a single row, 1 and 2 a tail's wp; the
-// epilogue's temporaries 0 … 5. AVX2: 6 … 13 the accumulators, 0 … 1 the tile's wp, 4 q, 5 a
+// rows, qs bytes apart (u8, or u16 for the widening kernel); the lanes past K hold zp, against
+// zero weights (LINEAR_WEIGHTS_I8's padding) or never read.
+// Vector, AVX-512: 8 … 23 the accumulators, 24 … 31 the tile's wp vectors (a single row's stream
+// through them in turn), 7 the broadcast q quad, 6 a product, 1 and 2 a tail's wp; the
+// epilogue's temporaries 0 … 5. AVX2: 6 … 13 the accumulators, 0 … 3 the tile's wp, 4 q, 5 a
 // product, 14 and 5 a tail's wp, 15 the column tail mask; the epilogue's 0 … 4 and 14. The
 // quantizing passes use 0 … 5 (and AVX2's 14 for the x tail mask). Opmasks: k1 the column tail
 // (VecGen), k3 x's tail (set before each use: the activation snippets clobber k2 … k7).
