@@ -24,6 +24,9 @@
 //            `__avx2_4x16`, `_1x64`): W widened to f32 (vpmovzxwd, vpslld 16) and an FMA with x rounded
 //            to bf16, the same exact products. Results differ from the reference only in the
 //            order of the f32 sums (vdpbf16ps adds a pair's two products one after the other).
+//            On several threads, parallel parts of the same kernel: slices of the output columns
+//            (whole column blocks), or blocks of rows where the columns make fewer blocks than
+//            threads; each output element is one part's, summed as on one thread (same bits).
 // Notes      NaN and ±inf propagate as in f32 arithmetic. Denormals: vcvtneps2bf16 and vdpbf16ps
 //            treat denormal inputs as zero and flush denormal results, as the run's default
 //            (flush_denormals) does for the reference and the FMA kernels; with flushing off the
@@ -122,6 +125,8 @@ struct Bf16Spec {
   Isa isa = Isa::AVX2;
   bool dpbf16 = false;
   Dims d{};
+  // The part's rows [r0, r1) and output columns [c0, c1); the whole layer for one part.
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
   Activation act = Activation::NONE;
   float act_alpha = 0;
 };
@@ -149,9 +154,20 @@ class Bf16Gen {
       f.load_in(r9, 2);
       f.load_out(rdx, 0);
       g_.mov(rbx, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
-      if (s_.d.out % W) v_.set_tail(static_cast<int>(s_.d.out % W), Ymm(15));
+      // A part starts at its first row and column (64-bit offsets: only a row block's are bounded).
+      auto advance = [&](const Reg64& r, int64_t bytes) {
+        if (!bytes) return;
+        g_.mov(rax, bytes);
+        g_.add(r, rax);
+      };
+      advance(rsi, s_.r0 * s_.d.in * 4);
+      advance(rdx, s_.r0 * s_.d.out * 4 + s_.c0 * 4);
+      advance(r8, s_.c0 * 2);
+      advance(r9, s_.c0 * 4);
+      const int64_t cols = s_.c1 - s_.c0, rows = s_.r1 - s_.r0;
+      if (cols % W) v_.set_tail(static_cast<int>(cols % W), Ymm(15));
       g_.vpxor(Xmm(5), Xmm(5), Xmm(5));
-      const int64_t full = s_.d.rows / MR, rest = s_.d.rows % MR;
+      const int64_t full = rows / MR, rest = rows % MR;
       if (full > 0) {
         Label loop;
         g_.mov(r13, full);
@@ -245,8 +261,8 @@ class Bf16Gen {
     g_.mov(rcx, r8);
     g_.mov(r14, rdx);
     g_.mov(r15, r9);
-    const int64_t full = s_.d.out / nb;
-    const int tail = static_cast<int>(s_.d.out % nb);
+    const int64_t full = (s_.c1 - s_.c0) / nb;
+    const int tail = static_cast<int>((s_.c1 - s_.c0) % nb);
     if (full > 0) {
       Label loop;
       g_.mov(r12, full);
@@ -398,14 +414,84 @@ size_t linear_bf16_scratch(const Instruction&, const TensorType* in, const Tenso
   return static_cast<size_t>(MR * x_row_bytes(false, dims_of(in).in));
 }
 
+// ---- Parallel parts ----
+//
+// Each part computes its own rows and columns of y whole (every k, in the one kernel's order), so
+// the results are the one-part kernel's bits at any thread count. Columns split in units of the
+// kernel's column block (a part's block loop then runs as the whole's does, with the whole's
+// tail in the last part), each part rounding all of x (a few hundred values a row against
+// streaming its slice of W for each); rows, in blocks of MR, where there are fewer column blocks
+// than threads but rows enough.
+
+// The same floor as LINEAR's GEMV (jit/gemm_plan.cpp): below it a parallel step's hand-off costs
+// about what the split saves.
+constexpr int64_t PART_FLOPS = int64_t(1) << 18;
+
+int64_t column_block(const Dims& d, Isa isa) {
+  const int mr = static_cast<int>(std::min<int64_t>(d.rows, MR));
+  return Bf16Gen::vectors_per_row(mr) * (isa == Isa::AVX512 ? 16 : 8);
+}
+int64_t column_units(const Dims& d, Isa isa) { return (d.out + column_block(d, isa) - 1) / column_block(d, isa); }
+int64_t row_blocks(const Dims& d) { return (d.rows + MR - 1) / MR; }
+
+// Part `part` of `n` into s's rows and columns; false where n parts do not fit (the parts hook
+// never asks for such a count).
+bool part_range(Bf16Spec* s, int part, int n) {
+  const Dims& d = s->d;
+  s->r0 = 0, s->r1 = d.rows, s->c0 = 0, s->c1 = d.out;
+  if (n <= 1) return true;
+  if (part < 0 || part >= n) return false;
+  const int64_t units = column_units(d, s->isa), unit = column_block(d, s->isa), blocks = row_blocks(d);
+  if (units >= n) {
+    s->c0 = std::min(d.out, units * part / n * unit);
+    s->c1 = std::min(d.out, units * (part + 1) / n * unit);
+    return true;
+  }
+  if (blocks < n) return false;
+  s->r0 = std::min(d.rows, blocks * part / n * MR);
+  s->r1 = std::min(d.rows, blocks * (part + 1) / n * MR);
+  return true;
+}
+
+int linear_bf16_parts(const JitRequest& r, int threads) {
+  const Dims d = dims_of(r.in);
+  if (threads <= 1 || r.isa == Isa::REF || d.rows <= 0 || d.in <= 0 || d.out <= 0) return 1;
+  if (2 * d.rows * d.in * d.out < PART_FLOPS) return 1;
+  const int64_t units = column_units(d, r.isa);
+  if (units >= threads || row_blocks(d) >= threads) return threads;
+  return static_cast<int>(std::max<int64_t>(1, units));
+}
+
+// A part reads all of x for a column split (its rows for a row split) and finishes its rows and
+// columns of y: one contiguous span where it has one row or all the columns. It cannot split k
+// (a join's split_reduction): that request gets no kernel.
+bool linear_bf16_span(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end) {
+  if (r.split_reduction || k != 0) return false;
+  Bf16Spec s;
+  s.d = dims_of(r.in);
+  s.isa = r.isa;
+  if (!part_range(&s, r.part, r.n_parts)) return false;
+  if (!output) {
+    *begin = s.r0 * s.d.in;
+    *end = s.r1 * s.d.in;
+    return true;
+  }
+  if (s.r1 - s.r0 != 1 && (s.c0 != 0 || s.c1 != s.d.out)) return false;
+  *begin = s.r0 * s.d.out + s.c0;
+  *end = (s.r1 - 1) * s.d.out + s.c1;
+  return true;
+}
+
 Result<std::shared_ptr<const JitKernel>> linear_bf16_jit(const JitRequest& r, KernelCache& cache) {
-  return linear_bf16_kernel(r.ins, r.in, r.isa, r.isa == Isa::AVX512 && cpu_info().avx512_bf16, cache);
+  if (r.split_reduction) return std::shared_ptr<const JitKernel>();
+  return linear_bf16_kernel(r.ins, r.in, r.isa, r.isa == Isa::AVX512 && cpu_info().avx512_bf16, cache, r.part,
+                            r.n_parts);
 }
 
 }  // namespace
 
 Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& ins, const TensorType* in, Isa isa,
-                                                            bool dpbf16, KernelCache& cache) {
+                                                            bool dpbf16, KernelCache& cache, int part, int n_parts) {
   Bf16Spec s;
   s.d = dims_of(in);
   if (s.d.rows <= 0 || s.d.in <= 0 || s.d.out <= 0) return std::shared_ptr<const JitKernel>();
@@ -414,21 +500,25 @@ Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& i
   if (isa == Isa::REF || (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)))
     return std::shared_ptr<const JitKernel>();
   s.isa = isa;
+  if (!part_range(&s, part, n_parts)) return std::shared_ptr<const JitKernel>();
   s.dpbf16 = dpbf16;
   s.act = fused_act(ins);
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
   const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
-  const int mr = static_cast<int>(std::min<int64_t>(s.d.rows, MR));
+  const int mr = static_cast<int>(std::min<int64_t>(s.r1 - s.r0, MR));
   const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "", mr,
                                        Bf16Gen::vectors_per_row(mr) * W);
-  const std::string key = fmt::format("{}|{}x{}x{}|{}", name, s.d.rows, s.d.in, s.d.out, s.act_alpha);
+  const std::string key = fmt::format("{}|{}x{}x{}|{}|rows{}-{}|cols{}-{}", name, s.d.rows, s.d.in, s.d.out,
+                                      s.act_alpha, s.r0, s.r1, s.c0, s.c1);
   return build_kernel_measured(cache, key, name, MEASURE_BYTES, [&s](CodeGenerator& g) { return Bf16Gen(g, s).emit(); });
 }
 
 // No gradient hook: autodiff refuses a path through it, by name.
 OpHooks op_hooks_LINEAR_BF16() {
-  return {linear_bf16_shape, linear_bf16_ref, linear_bf16_scratch, nullptr, linear_bf16_jit};
+  OpHooks h{linear_bf16_shape, linear_bf16_ref, linear_bf16_scratch, nullptr, linear_bf16_jit, linear_bf16_parts};
+  h.span = linear_bf16_span;
+  return h;
 }
 
 }  // namespace nnasm
