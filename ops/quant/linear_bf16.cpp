@@ -12,12 +12,13 @@
 // Gradient   none: bf16 weights are inference storage; training stays f32 (LINEAR), so autodiff
 //            refuses a program that needs one through this op, by name.
 // Kernels    reference: plain loops, summing k = 0 … in−1 in order.
-//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows, 8 accumulators per block (a
-//            single row, batch 1, gets 8 vectors of columns: its adds are 8 independent chains);
+//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows, 8 accumulators per block (8
+//            rows and 16 with vdpbf16ps; a single row, batch 1, gets 8 vectors of columns: its
+//            adds are 8 independent chains);
 //            each block's x rows rounded to bf16 into the scratch first, then every block of
 //            output columns streams W once (batch 1 is a GEMV), the bias, the activation snippet
 //            (jit/act_snippet.h, LINEAR's) and the store fused. With AVX512_BF16
-//            (`bf16_linear__avx512_dpbf16_4x32`, `_1x128` for one row): two
+//            (`bf16_linear__avx512_dpbf16_8x32`, `_1x128` for one row): two
 //            rows of W interleaved into bf16 pairs in registers (vpunpcklwd / vpunpckhwd, so W
 //            needs no packed copy) and vdpbf16ps against the broadcast pair of x, the columns put
 //            back in order (vpermi2ps) once per block. Without it (`__avx512_4x32`,
@@ -109,8 +110,9 @@ void linear_bf16_ref(const KernelArgs* a) {
 // r11 the scratch at the current k; r10 k steps left. Vector: 0, 1 W (rows k and k+1, or the
 // widened vectors: all of a row's with several rows, 0 and 1 in turn with one), 2, 3 W pairs
 // (dpbf16; 2, 3 widened too with several rows), 4 the broadcast x (widening), 5 zero (an odd
-// in's last pair), 6 … 13 the accumulators (row i, vector j at 6 + nv·i + j, nv vectors a row),
-// the activation's temporaries in 0 … 4 and 14 (W is dead by then), AVX2's tail mask in 15.
+// in's last pair), 6 … 13 the accumulators (row i, vector j at 6 + nv·i + j, nv vectors a row;
+// 6 … 21 for dpbf16's 8 rows), the activation's temporaries in 0 … 4 and 14 (31 at AVX-512; W is
+// dead by then), AVX2's tail mask in 15.
 // Opmasks: k1 the output tail (VecGen), k3 the word mask of W's last column group and x's tail
 // (set before each use: the activation snippets clobber k2 … k7).
 
@@ -118,6 +120,10 @@ using namespace Xbyak;
 using namespace Xbyak::util;
 
 constexpr int MR = 4;  // rows per block
+// With vdpbf16ps (AVX-512: 32 registers), 8: the two W rows' interleaving (vpunpck{l,h}wd) is
+// shared by every row of the block, so more rows pay it less often; 16 accumulators.
+constexpr int MR_DPBF16 = 8;
+int block_rows(bool dpbf16) { return dpbf16 ? MR_DPBF16 : MR; }
 constexpr int64_t MAX_BYTES = int64_t(1) << 30;  // offsets stay within int32
 constexpr size_t MEASURE_BYTES = 64 * 1024;
 
@@ -140,8 +146,9 @@ class Bf16Gen {
  public:
   Bf16Gen(CodeGenerator& g, const Bf16Spec& s) : g_(g), s_(s), v_(g, s.isa) {}
 
-  // Vectors of columns per row: 8 accumulators in all, so that a single row (batch 1, where
-  // each accumulator's chain of dependent adds is what limits) still has 8 chains.
+  // Vectors of columns per row: 8 accumulators in all up to 4 rows, so that a single row (batch
+  // 1, where each accumulator's chain of dependent adds is what limits) still has 8 chains; 2
+  // from 3 rows on (dpbf16's 8-row blocks: 16).
   static int vectors_per_row(int mr) { return mr == 1 ? 8 : mr == 2 ? 4 : 2; }
 
   Status emit() {
@@ -167,14 +174,15 @@ class Bf16Gen {
       const int64_t cols = s_.c1 - s_.c0, rows = s_.r1 - s_.r0;
       if (cols % W) v_.set_tail(static_cast<int>(cols % W), Ymm(15));
       g_.vpxor(Xmm(5), Xmm(5), Xmm(5));
-      const int64_t full = rows / MR, rest = rows % MR;
+      const int mrb = block_rows(s_.dpbf16);
+      const int64_t full = rows / mrb, rest = rows % mrb;
       if (full > 0) {
         Label loop;
         g_.mov(r13, full);
         g_.L(loop);
-        row_block(MR);
-        g_.add(rsi, static_cast<int32_t>(MR * s_.d.in * 4));
-        g_.add(rdx, static_cast<int32_t>(MR * s_.d.out * 4));
+        row_block(mrb);
+        g_.add(rsi, static_cast<int32_t>(mrb * s_.d.in * 4));
+        g_.add(rdx, static_cast<int32_t>(mrb * s_.d.out * 4));
         g_.dec(r13);
         g_.jnz(loop, CodeGenerator::T_NEAR);
       }
@@ -390,7 +398,7 @@ class Bf16Gen {
   void epilogue(int mr, int cols) {
     const int W = v_.width();
     const ActSnippet act = act_snippet(s_.act, s_.act_alpha);
-    const std::vector<Xmm> tmp{v_.vreg(0), v_.vreg(1), v_.vreg(2), v_.vreg(3), v_.vreg(4), v_.vreg(14)};
+    const std::vector<Xmm> tmp{v_.vreg(0), v_.vreg(1), v_.vreg(2), v_.vreg(3), v_.vreg(4), v_.vreg(v_.avx512() ? 31 : 14)};
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j * W < cols; ++j) {
         const int count = std::min(W, cols - j * W);
@@ -409,9 +417,10 @@ class Bf16Gen {
   int64_t xs_ = 0;
 };
 
-// Enough for either kernel: MR rows of rounded f32 (bf16 pairs take no more).
+// Enough for either kernel: MR rows of rounded f32 or MR_DPBF16 rows of bf16 pairs.
 size_t linear_bf16_scratch(const Instruction&, const TensorType* in, const TensorType*) {
-  return static_cast<size_t>(MR * x_row_bytes(false, dims_of(in).in));
+  const int64_t n = dims_of(in).in;
+  return static_cast<size_t>(std::max(MR * x_row_bytes(false, n), MR_DPBF16 * x_row_bytes(true, n)));
 }
 
 // ---- Parallel parts ----
@@ -428,11 +437,13 @@ size_t linear_bf16_scratch(const Instruction&, const TensorType* in, const Tenso
 constexpr int64_t PART_FLOPS = int64_t(1) << 18;
 
 int64_t column_block(const Dims& d, Isa isa) {
+  // The same for MR and MR_DPBF16 rows: 2 vectors a row from 3 rows on.
   const int mr = static_cast<int>(std::min<int64_t>(d.rows, MR));
   return Bf16Gen::vectors_per_row(mr) * (isa == Isa::AVX512 ? 16 : 8);
 }
 int64_t column_units(const Dims& d, Isa isa) { return (d.out + column_block(d, isa) - 1) / column_block(d, isa); }
-int64_t row_blocks(const Dims& d) { return (d.rows + MR - 1) / MR; }
+bool uses_dpbf16(Isa isa) { return isa == Isa::AVX512 && cpu_info().avx512_bf16; }
+int64_t row_blocks(const Dims& d, bool dpbf16) { return (d.rows + block_rows(dpbf16) - 1) / block_rows(dpbf16); }
 
 // Part `part` of `n` into s's rows and columns; false where n parts do not fit (the parts hook
 // never asks for such a count).
@@ -441,15 +452,16 @@ bool part_range(Bf16Spec* s, int part, int n) {
   s->r0 = 0, s->r1 = d.rows, s->c0 = 0, s->c1 = d.out;
   if (n <= 1) return true;
   if (part < 0 || part >= n) return false;
-  const int64_t units = column_units(d, s->isa), unit = column_block(d, s->isa), blocks = row_blocks(d);
+  const int64_t units = column_units(d, s->isa), unit = column_block(d, s->isa), blocks = row_blocks(d, s->dpbf16);
+  const int mrb = block_rows(s->dpbf16);
   if (units >= n) {
     s->c0 = std::min(d.out, units * part / n * unit);
     s->c1 = std::min(d.out, units * (part + 1) / n * unit);
     return true;
   }
   if (blocks < n) return false;
-  s->r0 = std::min(d.rows, blocks * part / n * MR);
-  s->r1 = std::min(d.rows, blocks * (part + 1) / n * MR);
+  s->r0 = std::min(d.rows, blocks * part / n * mrb);
+  s->r1 = std::min(d.rows, blocks * (part + 1) / n * mrb);
   return true;
 }
 
@@ -458,7 +470,7 @@ int linear_bf16_parts(const JitRequest& r, int threads) {
   if (threads <= 1 || r.isa == Isa::REF || d.rows <= 0 || d.in <= 0 || d.out <= 0) return 1;
   if (2 * d.rows * d.in * d.out < PART_FLOPS) return 1;
   const int64_t units = column_units(d, r.isa);
-  if (units >= threads || row_blocks(d) >= threads) return threads;
+  if (units >= threads || row_blocks(d, uses_dpbf16(r.isa)) >= threads) return threads;
   return static_cast<int>(std::max<int64_t>(1, units));
 }
 
@@ -470,6 +482,7 @@ bool linear_bf16_span(const JitRequest& r, bool output, int k, int64_t* begin, i
   Bf16Spec s;
   s.d = dims_of(r.in);
   s.isa = r.isa;
+  s.dpbf16 = uses_dpbf16(r.isa);
   if (!part_range(&s, r.part, r.n_parts)) return false;
   if (!output) {
     *begin = s.r0 * s.d.in;
@@ -484,7 +497,7 @@ bool linear_bf16_span(const JitRequest& r, bool output, int k, int64_t* begin, i
 
 Result<std::shared_ptr<const JitKernel>> linear_bf16_jit(const JitRequest& r, KernelCache& cache) {
   if (r.split_reduction) return std::shared_ptr<const JitKernel>();
-  return linear_bf16_kernel(r.ins, r.in, r.isa, r.isa == Isa::AVX512 && cpu_info().avx512_bf16, cache, r.part,
+  return linear_bf16_kernel(r.ins, r.in, r.isa, uses_dpbf16(r.isa), cache, r.part,
                             r.n_parts);
 }
 
@@ -495,18 +508,18 @@ Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& i
   Bf16Spec s;
   s.d = dims_of(in);
   if (s.d.rows <= 0 || s.d.in <= 0 || s.d.out <= 0) return std::shared_ptr<const JitKernel>();
-  if (s.d.in * s.d.out * 2 > MAX_BYTES || MR * s.d.out * 4 > MAX_BYTES || MR * s.d.in * 4 > MAX_BYTES)
+  if (s.d.in * s.d.out * 2 > MAX_BYTES || MR_DPBF16 * s.d.out * 4 > MAX_BYTES || MR_DPBF16 * s.d.in * 4 > MAX_BYTES)
     return std::shared_ptr<const JitKernel>();
   if (isa == Isa::REF || (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)))
     return std::shared_ptr<const JitKernel>();
   s.isa = isa;
-  if (!part_range(&s, part, n_parts)) return std::shared_ptr<const JitKernel>();
   s.dpbf16 = dpbf16;
+  if (!part_range(&s, part, n_parts)) return std::shared_ptr<const JitKernel>();
   s.act = fused_act(ins);
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
   const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
-  const int mr = static_cast<int>(std::min<int64_t>(s.r1 - s.r0, MR));
+  const int mr = static_cast<int>(std::min<int64_t>(s.r1 - s.r0, block_rows(s.dpbf16)));
   const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "", mr,
                                        Bf16Gen::vectors_per_row(mr) * W);
   const std::string key = fmt::format("{}|{}x{}x{}|{}|rows{}-{}|cols{}-{}", name, s.d.rows, s.d.in, s.d.out,
