@@ -61,12 +61,22 @@ Status set_values(Program* p, TensorId id, const void* src, size_t bytes) {
   return Status::ok();
 }
 
-// A stored tensor of `p` (param, const or state) named `name` holding `values`.
+// A stored tensor of `p` (param, const or state) named `name` holding `values` (of type's dtype:
+// f32, bf16 or i8). A constant's values are its declaration's too: prepare fills constants from
+// their declarations on every run, params only when they have no values yet.
 Result<TensorId> declare_weight(Program* p, const std::string& name, Role role, TensorType type, const void* values) {
   TensorDesc d;
   d.name = name;
   d.type = type;
   d.role = role;
+  if (role == Role::CONST) {
+    const int64_t n = type.shape.numel();
+    d.values.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      d.values[i] = type.dtype == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(values)[i])
+                    : type.dtype == DType::I8 ? static_cast<const int8_t*>(values)[i]
+                                              : static_cast<const float*>(values)[i];
+  }
   Result<TensorId> id = p->declare(std::move(d));
   if (!id) return id;
   NNASM_TRY(set_values(p, id.value(), values, static_cast<size_t>(type.shape.numel()) * dtype_size(type.dtype)));
@@ -337,7 +347,7 @@ uint64_t stored_bytes(const Program& p) {
 std::string QuantizeReport::str() const {
   std::string s;
   size_t wide = 0;
-  for (const QuantizedLayer& l : layers) wide = std::max(wide, l.op.size() + l.output.size() + l.weight.size() + 3);
+  for (const QuantizedLayer& l : layers) wide = std::max(wide, l.op.size() + l.output.size() + l.weight.size() + 4);
   for (const QuantizedLayer& l : layers) {
     std::string line = fmt::format("{:<{}} {:<16} -> {:<4}", fmt::format("{} %{} @{}", l.op, l.output, l.weight), wide,
                                    TensorType{DType::F32, l.shape}.str(), l.chosen);

@@ -180,6 +180,28 @@ TEST(QuantizePass, ALayerWhoseErrorIsLargeStaysF32) {
   EXPECT_EQ(q2.find("w"), NO_TENSOR);
 }
 
+TEST(QuantizePass, ConstantWeightsKeepTheirValuesInTheRewrite) {
+  // Values exact in bf16, so the rewritten layer computes exactly the f32 result; a constant is
+  // filled from its declaration at every prepare, so the values must be there, not only stored.
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  Var x = g.input("x", {1, 2});
+  g.output(linear(x, g.constant("w", {2, 2}, {0.5, 0.25, -1, 2}), g.constant("b", {2}, {1, -1})), "y");
+  ASSERT_TRUE(g.status());
+  Context qctx;
+  Program q(qctx);
+  Result<QuantizeReport> r = quantize_program(p, {}, &q);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->layers[0].chosen, "bf16");
+  EXPECT_EQ(q.desc(q.find("w.bf16")).role, Role::CONST);
+  EXPECT_EQ(run(q, {2, 4}, "y"), (std::vector<float>{1 + 1 - 4, -1 + 0.5f + 8}));
+  Context lctx;
+  Program loaded(lctx);
+  ASSERT_TRUE(model_decode(model_encode(q), "q.nnm", &loaded));
+  EXPECT_EQ(run(loaded, {2, 4}, "y"), (std::vector<float>{-2, 7.5f}));
+}
+
 TEST(QuantizePass, KeepLeavesALayerF32ByWeightOrOutputName) {
   Context ctx;
   Program p(ctx);
