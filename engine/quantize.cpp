@@ -443,7 +443,7 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
     if (!e) return e.status().with_prefix(fmt::format("LINEAR %{}: ", l.output));
     l.error = e.value();
     if (!(l.error <= rep.max_error)) {
-      l.reason = fmt::format("error {:.2e} > {}", l.error, rep.max_error);
+      l.reason = fmt::format("above the bound {}", rep.max_error);
       continue;
     }
     l.chosen = quant_type_name(o.to);

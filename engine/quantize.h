@@ -59,7 +59,7 @@ struct QuantizedLayer {
   Shape shape;         // the weight's shape
   std::string chosen;  // "bf16", "int8" or "f32"
   double error = -1;   // the measured relative error of the reduced form; < 0 when not measured
-  std::string reason;  // why it stays f32 ("kept by --keep", "error 0.031 > 0.01", ...); empty otherwise
+  std::string reason;  // why it stays f32 ("kept by --keep", "above the bound 0.01", ...); empty otherwise
 };
 
 struct QuantizeReport {

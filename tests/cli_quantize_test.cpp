@@ -78,7 +78,7 @@ TEST_F(CliQuantizeTest, KeepAndMaxErrorLeaveLayersF32) {
   r = tool({"quantize", path("model.nnm"), "--to", "bf16", "--max-error", "0", "-o", path("q0.nnm")});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("-> bf16"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("> 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(above the bound 0)"), std::string::npos) << r.out;
 }
 
 TEST_F(CliQuantizeTest, MisuseSaysWhatIsWrongAndWritesNothing) {
