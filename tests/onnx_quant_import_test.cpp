@@ -114,6 +114,69 @@ TEST(OnnxQuantImport, EightBitGraphInputsAndOutputs) {
   }
 }
 
+// Opset variants: a negative axis counts from the end; without a zero point QuantizeLinear
+// gives u8 (zero point 0); before opset 13 there is no axis attribute and one scale only.
+TEST(OnnxQuantImport, AxisAndDefaultZeroPoint) {
+  B m(13);
+  m.input("x", {2, 3}).output("y", onnx::TensorProto::UINT8);
+  m.initializer("s", {3}, {1, 2, 4});
+  B::attr(m.node("QuantizeLinear", {"x", "s"}, {"y"}), "axis", int64_t(-1));
+  auto im = import(m.bytes());
+  ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+  EXPECT_EQ(im->p.desc(im->p.find("y")).type.dtype, DType::U8);
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(im->p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  const F x = {5, 5, 5, -1, 2.5f, 300};
+  std::memcpy(im->ctx.at(im->p.find("x")).f32(), x.data(), 24);
+  (*ex)->run();
+  const uint8_t* y = static_cast<const uint8_t*>(im->ctx.at(im->p.find("y")).storage());
+  // 5/1, 5/2 = 2.5 → 2 (half to even), 5/4 = 1.25 → 1; −1 → 0 (saturated), 2.5/2 = 1.25 → 1, 300/4 = 75.
+  EXPECT_EQ(std::vector<int>(y, y + 6), (std::vector<int>{5, 2, 1, 0, 1, 75}));
+
+  B old(10);
+  old.input("x", {2, 3}).output("y", onnx::TensorProto::UINT8);
+  old.initializer("s", {}, {1});
+  B::attr(old.node("QuantizeLinear", {"x", "s"}, {"y"}, "q10"), "axis", int64_t(1));
+  auto o = import(old.bytes());
+  ASSERT_FALSE(o->status.is_ok());
+  EXPECT_EQ(problem(*o), "node 'q10' (op QuantizeLinear, opset 10): attribute 'axis' is not supported");
+}
+
+// QLinearConv with per-output-channel w scales and zero points and an INT32 bias (dequantized with
+// x_scale·w_scale[o]) against loops; scales are powers of two, so every value is exact in f32 and
+// the two sides round the same ties the same way.
+TEST(OnnxQuantImport, QLinearConvWithBiasMatchesLoops) {
+  const int C = 2, O = 2, H = 3, W = 3;
+  const float xs = 0.5f, ys = 4.f, ws[O] = {0.25f, 0.125f};
+  const int32_t xz = 10, yz = 100, wz[O] = {1, -2}, bias[O] = {7, -40};
+  const std::vector<int32_t> w = {3, -5, 8, 0};  // [O, C, 1, 1]
+  B m(10);
+  m.input("x", {1, C, H, W}, onnx::TensorProto::UINT8).output("y", onnx::TensorProto::UINT8);
+  m.initializer("xs", {}, {xs}).initializer_int("xz", {}, onnx::TensorProto::UINT8, {xz});
+  m.initializer_int("w", {O, C, 1, 1}, onnx::TensorProto::INT8, w);
+  m.initializer("ws", {O}, {ws[0], ws[1]}).initializer_int("wz", {O}, onnx::TensorProto::INT8, {wz[0], wz[1]});
+  m.initializer("ys", {}, {ys}).initializer_int("yz", {}, onnx::TensorProto::UINT8, {yz});
+  m.initializer_int("b", {O}, onnx::TensorProto::INT32, {bias[0], bias[1]});
+  m.node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"}, {"y"});
+  auto im = import(m.bytes());
+  ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(im->p);
+  ASSERT_TRUE(ex.is_ok()) << ex.status().message();
+  uint8_t x[C * H * W];
+  for (int k = 0; k < C * H * W; ++k) x[k] = static_cast<uint8_t>((k * 37) % 256);
+  std::memcpy(im->ctx.at(im->p.find("x")).storage(), x, sizeof x);
+  (*ex)->run();
+  const uint8_t* y = static_cast<const uint8_t*>(im->ctx.at(im->p.find("y")).storage());
+  for (int o = 0; o < O; ++o)
+    for (int p = 0; p < H * W; ++p) {
+      float acc = static_cast<float>(bias[o]) * (xs * ws[o]);
+      for (int c = 0; c < C; ++c)
+        acc += static_cast<float>(x[c * H * W + p] - xz) * xs * (static_cast<float>(w[o * C + c] - wz[o]) * ws[o]);
+      const float q = std::min(std::max(round_half_even(acc / ys) + static_cast<float>(yz), 0.f), 255.f);
+      EXPECT_EQ(y[o * H * W + p], static_cast<uint8_t>(q)) << o << "," << p;
+    }
+}
+
 // An all-zero x has no range: ONNX takes the scale 1/255 and zero point 0.
 TEST(OnnxQuantImport, DynamicQuantizeLinearOfZeros) {
   B m(11);
