@@ -281,6 +281,23 @@ TEST(OnnxQuantImport, MisuseIsAnErrorNamingTheNode) {
     cases.push_back({"per-channel x in QLinearConv", m,
                      "node 'qc' (op QLinearConv, opset 10): x_scale must be a scalar"});
   }
+  {
+    B m(10);
+    m.input("a", {2, 3}, onnx::TensorProto::UINT8).output("y", onnx::TensorProto::INT32);
+    m.initializer_int("b", {3, 2}, onnx::TensorProto::UINT8, {1, 2, 3, 4, 5, 6});
+    m.initializer_int("az", {}, onnx::TensorProto::INT8, {0});
+    m.initializer_int("bz", {3}, onnx::TensorProto::UINT8, {0, 0, 0});
+    m.node("MatMulInteger", {"a", "b", "az"}, {"y"}, "mm");
+    cases.push_back({"a zero point of another type than A", m,
+                     "node 'mm' (op MatMulInteger, opset 10): the zero point of A is INT8, expected UINT8 (the "
+                     "operand's type)"});
+    B m2 = m;
+    m2.graph().mutable_node(0)->add_input("bz");
+    m2.graph().mutable_node(0)->set_input(2, "");
+    cases.push_back({"a per-column zero point of the wrong length", m2,
+                     "node 'mm' (op MatMulInteger, opset 10): the zero point of B has 3 elements; B is [3,2], which "
+                     "has 2 along axis -1"});
+  }
   for (const Misuse& c : cases) {
     auto im = import(c.model.bytes());
     EXPECT_FALSE(im->status.is_ok()) << c.what;

@@ -75,9 +75,8 @@ Status operand(NodeLowering& n, int k, TensorId* out) {
   return quantize_unit(n, f, t, out);
 }
 
-// The scale, input k: FLOAT, rank ≤ 1, `count` elements (1 for per tensor; 0: per tensor or any
-// per-axis length the instruction checks). Values known at import time must be finite and
-// non-zero.
+// The scale, input k: FLOAT, rank ≤ 1 (its length against x is checked by the caller). Values
+// known at import time must be finite and non-zero.
 Status check_scale(NodeLowering& n, int k, const char* what) {
   if (n.type(k) != OnnxType::FLOAT) return Status::errorf("{} is {}, expected FLOAT", what, onnx_type_name(n.type(k)));
   const std::vector<int64_t> d = n.dims(k);
@@ -175,7 +174,8 @@ Status widen(NodeLowering& n, int k, int z, int axis, const char* what, TensorId
 }
 
 // The largest |v − zp| operand k can hold: from its values when known at import time, else from
-// its type's range against its zero point's values (or any zero point of the type).
+// its type's range against its zero point's values (or any zero point of the type). Requires
+// widen() to have checked k and z (types, and z's length against k's `axis`).
 int64_t max_magnitude(NodeLowering& n, int k, int z, int axis) {
   const OnnxType t = n.type(k);
   const HostTensor* zh = nullptr;
@@ -328,11 +328,10 @@ Status map_matmul_integer(NodeLowering& n) {
   const std::vector<int64_t> da = n.dims(0), db = n.dims(1);
   if (da.empty() || db.empty()) return Status::error("operands must have rank 1 or more");
   const int axis_a = da.size() == 1 ? 0 : -2, axis_b = -1;
-  const int64_t k_len = da.back();
-  NNASM_TRY(check_exact(k_len, max_magnitude(n, 0, 2, axis_a), max_magnitude(n, 1, 3, axis_b)));
   TensorId a, b, y;
   NNASM_TRY(widen(n, 0, 2, axis_a, "A", &a));
   NNASM_TRY(widen(n, 1, 3, axis_b, "B", &b));
+  NNASM_TRY(check_exact(da.back(), max_magnitude(n, 0, 2, axis_a), max_magnitude(n, 1, 3, axis_b)));
   NNASM_TRY(matmul_of(n, a, b, &y));
   NNASM_TRY(n.emit(Opcode::CAST, {y}, {{"to", imm_i(1)}}, &y));
   n.set(0, y, OnnxType::INT32);
@@ -346,7 +345,6 @@ Status map_conv_integer(NodeLowering& n) {
   NNASM_TRY(check_conv_ranks(dx, dw));
   int64_t k_len = 1;
   for (size_t j = 1; j < dw.size(); ++j) k_len *= dw[j];
-  NNASM_TRY(check_exact(k_len, max_magnitude(n, 0, 2, 1), max_magnitude(n, 1, 3, 0)));
   if (n.has(2) && n.dims(2).size() > 0) {
     int64_t c = 1;
     for (int64_t d : n.dims(2)) c *= d;
@@ -355,6 +353,7 @@ Status map_conv_integer(NodeLowering& n) {
   TensorId x, w, y;
   NNASM_TRY(widen(n, 0, 2, 1, "x", &x));
   NNASM_TRY(widen(n, 1, 3, 0, "w", &w));
+  NNASM_TRY(check_exact(k_len, max_magnitude(n, 0, 2, 1), max_magnitude(n, 1, 3, 0)));
   NNASM_TRY(conv_of(n, x, w, NO_TENSOR, &y));
   NNASM_TRY(n.emit(Opcode::CAST, {y}, {{"to", imm_i(1)}}, &y));
   n.set(0, y, OnnxType::INT32);
