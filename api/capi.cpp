@@ -206,7 +206,10 @@ std::vector<Io> describe(const nnasm::Program& p, const std::vector<TensorId>& i
   for (TensorId id : ids) {
     const nnasm::TensorDesc& d = p.desc(id);
     Io io{d.name, id, {}};
-    io.info.dtype = d.type.dtype == nnasm::DType::I32 ? NNASM_I32 : NNASM_F32;
+    io.info.dtype = d.type.dtype == nnasm::DType::I32 ? NNASM_I32
+                    : d.type.dtype == nnasm::DType::I8 ? NNASM_I8
+                    : d.type.dtype == nnasm::DType::U8 ? NNASM_U8
+                                                       : NNASM_F32;
     io.info.rank = d.type.shape.rank;
     for (int k = 0; k < d.type.shape.rank; ++k) io.info.dims[k] = d.type.shape[k];
     io.info.bytes = static_cast<size_t>(d.type.shape.numel()) * nnasm::dtype_size(d.type.dtype);

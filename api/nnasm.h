@@ -73,9 +73,9 @@ enum {
   NNASM_ERR_NOT_READY = 9         /* out of order: an output read before any run finished */
 };
 
-/* Inputs and outputs are always f32 or i32. BF16, I8 and U8 are storage types a model's weights
-   may have inside it (docs/quantization.md); a model whose input or output is one of them is
-   refused at load. */
+/* Inputs and outputs are f32, i32, i8 or u8 (one byte an element: a quantized model's input or
+   result). BF16 is a storage type a model's weights may have inside it (docs/quantization.md); a
+   model whose input or output is bf16 is refused at load. */
 typedef int32_t nnasm_dtype;
 enum { NNASM_F32 = 0, NNASM_I32 = 1, NNASM_BF16 = 2, NNASM_I8 = 3, NNASM_U8 = 4 };
 

@@ -70,9 +70,11 @@ Status reduced_operand(const Program& p, const Instruction& ins, const char* whi
 Status check_reduced_decl(TensorDesc& d, bool type_known) {
   if (!type_known || !dtype_reduced(d.type.dtype)) return Status::ok();
   const char* dt = dtype_name(d.type.dtype);
-  if (d.role == Role::INPUT || d.is_output)
-    return Status::errorf("{}{} is {}: model inputs and outputs are f32 or i32 (declare it f32 and QUANTIZE it "
-                          "inside the program)",
+  // i8 and u8 are whole numbers a caller can hand over as they are (a camera's bytes, a
+  // quantized result); bf16 has no C or numpy type of its own, so the edges stay f32 there.
+  if ((d.role == Role::INPUT || d.is_output) && d.type.dtype == DType::BF16)
+    return Status::errorf("{}{} is {}: model inputs and outputs are f32, i32, i8 or u8 (declare it f32 and QUANTIZE "
+                          "it inside the program)",
                           d.sigil(), d.name, d.type.str());
   const InitKind k = d.init.kind;
   const bool random = !(k == InitKind::NONE || k == InitKind::ZEROS || k == InitKind::ONES || k == InitKind::CONSTANT);
@@ -390,8 +392,9 @@ Status Program::finish() const {
     if (!defined_.count(id))
       return Status::errorf("{}{} is {} but no instruction defines it", d.sigil(), d.name,
                             d.is_output ? "an output" : "declared");
-    if (d.is_output && dtype_reduced(d.type.dtype))
-      return Status::errorf("output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE it to f32 first)",
+    if (d.is_output && d.type.dtype == DType::BF16)
+      return Status::errorf("output {}{} is {}: model inputs and outputs are f32, i32, i8 or u8 (convert it to f32 "
+                            "first)",
                             d.sigil(), d.name, d.type.str());
   }
   if (training_ || has_section(Section::UPDATE)) return check_state_writable();

@@ -26,7 +26,7 @@ __all__ = ["Model", "Error", "TensorInfo", "library"]
 
 MAX_RANK = 6
 _STATUS_OK = 0
-_DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32)}  # nnasm_dtype -> numpy
+_DTYPES = {0: np.dtype(np.float32), 1: np.dtype(np.int32), 3: np.dtype(np.int8), 4: np.dtype(np.uint8)}  # nnasm_dtype -> numpy
 
 
 class _TensorInfo(ctypes.Structure):
@@ -104,7 +104,7 @@ class Error(Exception):
 
 
 TensorInfo = namedtuple("TensorInfo", ["name", "shape", "dtype"])
-TensorInfo.__doc__ = "An input or output: its name, shape (a tuple) and numpy dtype (float32 or int32)."
+TensorInfo.__doc__ = "An input or output: its name, shape (a tuple) and numpy dtype (float32, int32, int8 or uint8)."
 
 _lib = None
 
@@ -221,7 +221,7 @@ class Model:
 
     def run(self, feeds, copy=True):
         """Runs once on `feeds` ({input name: array}; every input must be given) and returns
-        {output name: array}. Arrays must have the input's shape and dtype (float32 or int32);
+        {output name: array}. Arrays must have the input's shape and dtype (float32, int32, int8 or uint8);
         lists and scalars are converted. With copy=True (the default) the returned arrays own
         their data; with copy=False they are read-only views of the instance's buffers, valid
         until the next run() or close()."""

@@ -41,10 +41,10 @@ class Parser {
     for (const OutputLine& o : outputs_)
       if (!p_->defined(o.id)) return err(o.name, "output %{} is never defined", o.name.text);
     for (TensorId id : p_->outputs())
-      if (dtype_reduced(p_->desc(id).type.dtype)) {
+      if (p_->desc(id).type.dtype == DType::BF16) {
         const auto it = decl_line_.find(id);
-        return Status::errorf("{}:{}: error: output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE "
-                              "it to f32 first)",
+        return Status::errorf("{}:{}: error: output {}{} is {}: model inputs and outputs are f32, i32, i8 or u8 "
+                              "(convert it to f32 first)",
                               file_, it == decl_line_.end() ? 0 : it->second, p_->desc(id).sigil(), p_->desc(id).name,
                               p_->desc(id).type.str());
       }
@@ -204,8 +204,8 @@ class Parser {
       const TensorDesc& d = p_->desc(id);
       if (typed && p_->type_known(id) && !(d.type == ty))
         return err(type_at, "output {}{} is declared {} but it is {}", d.sigil(), d.name, ty.str(), d.type.str());
-      if (p_->type_known(id) && dtype_reduced(d.type.dtype))
-        return err(name, "output {}{} is {}: model inputs and outputs are f32 or i32 (DEQUANTIZE it to f32 first)",
+      if (p_->type_known(id) && d.type.dtype == DType::BF16)
+        return err(name, "output {}{} is {}: model inputs and outputs are f32, i32, i8 or u8 (convert it to f32 first)",
                    d.sigil(), d.name, d.type.str());
       p_->mark_output(id);
       return Status::ok();

@@ -48,6 +48,40 @@ void expect_output(const std::string& path) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y.f32[i], want[i], 1e-6f) << i;
 }
 
+// A quantized model's u8 input and its i8 and u8 outputs go through `nnasm run` as |u1 and |i1
+// .npy files, byte for byte, and --expect compares them.
+TEST_F(CliTest, ImportedQuantizedModelRunsOnByteNpy) {
+  OnnxModelBuilder m(13);
+  m.input("xq", {4}, onnx::TensorProto::UINT8).output("yi", onnx::TensorProto::INT8).output("yu", onnx::TensorProto::UINT8);
+  m.initializer("s", {}, {0.5f}).initializer_int("z", {}, onnx::TensorProto::UINT8, {128});
+  m.initializer_int("zi", {}, onnx::TensorProto::INT8, {-3});
+  m.node("DequantizeLinear", {"xq", "s", "z"}, {"f"});
+  m.node("QuantizeLinear", {"f", "s", "zi"}, {"yi"});
+  m.node("QuantizeLinear", {"f", "s", "z"}, {"yu"});
+  const std::string model = put("q.onnx", m.bytes());
+  ToolResult r = tool({"import", model, "-o", path("q.nnm")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const uint8_t x[4] = {0, 100, 128, 255};
+  const int8_t want_i[4] = {-128, -31, -3, 124};
+  const std::string in = put_npy("x.npy", TensorType{DType::U8, Shape{4}}, x);
+  const std::string ei = put_npy("ei.npy", TensorType{DType::I8, Shape{4}}, want_i);
+  r = tool({"run", path("q.nnm"), "--in", "xq=" + in, "--out", "yi=" + path("yi.npy"), "--out", "yu=" + path("yu.npy"),
+            "--expect", "yi=" + ei, "--expect", "yu=" + in});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("%yi: matches"), std::string::npos) << r.out;
+  NpyArray yi, yu;
+  ASSERT_TRUE(npy_read(path("yi.npy"), &yi).is_ok());
+  ASSERT_TRUE(npy_read(path("yu.npy"), &yu).is_ok());
+  EXPECT_EQ(yi.type.str(), "i8[4]");
+  EXPECT_EQ(yi.bytes, (std::vector<uint8_t>{0x80, 0xe1, 0xfd, 124}));
+  EXPECT_EQ(yu.bytes, std::vector<uint8_t>(x, x + 4));
+  // An f32 file for the u8 input is refused, naming both types.
+  const float xf[4] = {0, 1, 2, 3};
+  r = tool({"run", path("q.nnm"), "--in", "xq=" + put_npy("xf.npy", TensorType{DType::F32, Shape{4}}, xf)});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds f32[4], but %xq is u8[4]"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, ImportThenRunOnNpy) {
   const std::string model = put("model.onnx", small_model());
   ToolResult r = tool({"import", model, "-o", path("model.nnm")});

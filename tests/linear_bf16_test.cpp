@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "engine/autodiff.h"
@@ -108,6 +109,100 @@ TEST(LinearBf16, EachKernelVariantMatchesNaiveLoop) {
             for (size_t i = static_cast<size_t>(rows * out); i < y.size(); ++i) EXPECT_EQ(y[i], -7.f) << "past y: " << i;
           }
     }
+}
+
+// On 2 and 3 threads the layer runs in parallel parts (columns, or rows where the columns make
+// fewer blocks than threads) and every output bit is the one-thread run's, at every level; odd
+// sizes put tails in the last part.
+TEST(LinearBf16, ThreadsGiveTheBitsOfOneThread) {
+  struct Case {
+    int64_t rows, in, out;
+  };
+  // 1×784×259 and 3×517×300: columns; 9×1029×33 and 64×301×17: rows on 3 threads (2 and 1 blocks
+  // of 32 columns at AVX-512), columns or rows on 2.
+  const Case cases[] = {{1, 784, 259}, {3, 517, 300}, {9, 1029, 33}, {64, 301, 17}, {1, 1001, 777}};
+  std::mt19937 rng(41);
+  for (const Level& lv : levels())
+    for (const Case& c : cases) {
+      const HostTensor x = random_f32(x_shape(c.rows, c.in), rng, -2, 2);
+      const HostTensor w = random_bf16(Shape{c.in, c.out}, rng, -0.5, 0.5);
+      const HostTensor b = random_f32(Shape{c.out}, rng, -1, 1);
+      const std::vector<ImmArg> imms{imm_enum("act", "relu")};
+      SCOPED_TRACE(describe(Opcode::LINEAR_BF16, {x, w, b}, imms) + " " + (lv.isa.empty() ? "ref" : lv.isa));
+      RunConfig cfg = lv.cfg;
+      const OpOutput one = run_op(Opcode::LINEAR_BF16, {x, w, b}, imms, false, cfg);
+      ASSERT_TRUE(one.status) << one.status.message();
+      EXPECT_TRUE(matches(naive_linear_bf16(x, w, b, [](double z) { return z > 0 ? z : 0; }), one));
+      for (int threads : {2, 3}) {
+        cfg.threads = threads;
+        const OpOutput y = run_op(Opcode::LINEAR_BF16, {x, w, b}, imms, false, cfg);
+        ASSERT_TRUE(y.status) << y.status.message();
+        expect_bf16_kernel(y, lv);
+        // Each case has 2 column blocks or 2 row blocks or more, and work enough to split.
+        if (!lv.isa.empty()) {
+          EXPECT_GE(y.parts, 2) << threads << " threads, " << y.kernel;
+        }
+        ASSERT_EQ(one.v.size(), y.v.size());
+        for (size_t i = 0; i < y.v.size(); ++i) {
+          const float e = static_cast<float>(one.v[i]), g = static_cast<float>(y.v[i]);
+          ASSERT_EQ(std::memcmp(&e, &g, 4), 0) << threads << " threads, element " << i << ": " << g << " vs " << e;
+        }
+      }
+    }
+}
+
+// The parts hook and the span hook: each part's finished span of y (one row: its columns, in
+// whole column blocks) lies side by side with the next, together all of y; x is read whole. A
+// small layer stays one part; a split along k, which the kernel cannot do, gets no kernel and no
+// span; a part count the hook would not choose gets no kernel.
+TEST(LinearBf16, PartsCoverTheOutputOnce) {
+  const OpHooks& h = op_hooks(Opcode::LINEAR_BF16);
+  ASSERT_NE(h.parts, nullptr);
+  ASSERT_NE(h.span, nullptr);
+  KernelCache cache;
+  Instruction ins = make_instruction(Opcode::LINEAR_BF16, {0, 1, 2}, {3});
+  for (Isa isa : jit_levels()) {
+    const int64_t block = isa == Isa::AVX512 ? 128 : 64;  // one row's column block
+    const TensorType t[] = {{DType::F32, Shape{1, 784}}, {DType::BF16, Shape{784, 259}}, {DType::F32, Shape{259}},
+                            {DType::F32, Shape{1, 259}}};
+    for (int threads : {2, 3}) {
+      SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::to_string(threads) + " threads");
+      const JitRequest whole{ins, t, t + 3, isa};
+      const int n = h.parts(whole, threads);
+      ASSERT_GE(n, 2);
+      ASSERT_LE(n, threads);
+      int64_t next = 0;
+      for (int p = 0; p < n; ++p) {
+        JitRequest r{ins, t, t + 3, isa, p, n};
+        int64_t b0 = -1, b1 = -1;
+        ASSERT_TRUE(h.span(r, true, 0, &b0, &b1)) << p;
+        EXPECT_EQ(b0, next) << p;
+        EXPECT_TRUE(b1 == 259 || b1 % block == 0) << b1;
+        EXPECT_GT(b1, b0);
+        next = b1;
+        ASSERT_TRUE(h.span(r, false, 0, &b0, &b1)) << p;
+        EXPECT_EQ(b0, 0);
+        EXPECT_EQ(b1, 784);
+        Result<std::shared_ptr<const JitKernel>> k = h.jit(r, cache);
+        ASSERT_TRUE(k);
+        EXPECT_NE(k.value(), nullptr);
+        r.split_reduction = true;
+        EXPECT_FALSE(h.span(r, false, 0, &b0, &b1));
+        k = h.jit(r, cache);
+        ASSERT_TRUE(k);
+        EXPECT_EQ(k.value(), nullptr);
+      }
+      EXPECT_EQ(next, 259);
+    }
+    // 1×64·64×16: too little work to split. 40 parts of 259 columns in at most 5 blocks and 1 row:
+    // no kernel.
+    const TensorType s[] = {{DType::F32, Shape{1, 64}}, {DType::BF16, Shape{64, 16}}, {DType::F32, Shape{16}},
+                            {DType::F32, Shape{1, 16}}};
+    EXPECT_EQ(h.parts(JitRequest{ins, s, s + 3, isa}, 2), 1);
+    Result<std::shared_ptr<const JitKernel>> k = linear_bf16_kernel(ins, t, isa, false, cache, 0, 40);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k.value(), nullptr);
+  }
 }
 
 // x = 1 + 2⁻⁸ lies halfway between the bf16 values 1 and 1 + 2⁻⁷ and rounds to the even one, 1;

@@ -569,7 +569,8 @@ TEST(OnnxImport, BoolOpsOnKnownValuesAreFolded) {
 }
 
 // Cast between FLOAT and the integers at run time is CAST: toward zero, saturating what i32 does
-// not hold (NaN gives 0), and back to FLOAT rounding to nearest; the narrower integers refuse.
+// not hold (NaN gives 0), and back to FLOAT rounding to nearest; UINT8 and INT8 saturate; the
+// other narrow integers refuse.
 TEST(OnnxImport, CastBetweenFloatAndIntegersAtRunTime) {
   using B = OnnxModelBuilder;
   constexpr int32_t INT64 = onnx::TensorProto::INT64, INT32 = onnx::TensorProto::INT32;
@@ -587,12 +588,25 @@ TEST(OnnxImport, CastBetweenFloatAndIntegersAtRunTime) {
   EXPECT_EQ(values_i32(r->p, "c32"), want);
   EXPECT_EQ(values_f32(r->p, "cf"), (F{2, -2, 0, 2147483648.f, 0, -2147483648.f}));
 
+  // FLOAT to UINT8 and INT8: truncated, then saturated into an 8-bit tensor.
+  B bytes(13);
+  bytes.input("x", {4}).output("u", onnx::TensorProto::UINT8).output("i", onnx::TensorProto::INT8);
+  B::attr(bytes.node("Cast", {"x"}, {"u"}), "to", int64_t(onnx::TensorProto::UINT8));
+  B::attr(bytes.node("Cast", {"x"}, {"i"}), "to", int64_t(onnx::TensorProto::INT8));
+  auto b8 = import(bytes.bytes());
+  ASSERT_TRUE(b8->status.is_ok()) << b8->status.message();
+  ASSERT_TRUE(run_all(b8->p, {{"x", F{300.7f, -2.7f, 7.9f, -200.f}}}));
+  const uint8_t* u = static_cast<const uint8_t*>(Context::of(b8->p)->at(b8->p.find("u")).storage());
+  const int8_t* i8 = static_cast<const int8_t*>(Context::of(b8->p)->at(b8->p.find("i")).storage());
+  EXPECT_EQ(std::vector<int>(u, u + 4), (std::vector<int>{255, 0, 7, 0}));
+  EXPECT_EQ(std::vector<int>(i8, i8 + 4), (std::vector<int>{127, -2, 7, -128}));
+
   B narrow(13);
-  narrow.input("x", {2}).output("u", onnx::TensorProto::UINT8);
-  B::attr(narrow.node("Cast", {"x"}, {"u"}, "c"), "to", int64_t(onnx::TensorProto::UINT8));
+  narrow.input("x", {2}).output("u", onnx::TensorProto::INT16);
+  B::attr(narrow.node("Cast", {"x"}, {"u"}, "c"), "to", int64_t(onnx::TensorProto::INT16));
   EXPECT_EQ(import(narrow.bytes())->report.problems,
-            std::vector<std::string>{"node 'c' (op Cast, opset 13): a cast from FLOAT to UINT8 at run time: CAST converts "
-                                     "FLOAT to INT32 and INT64 and the integers to FLOAT only"});
+            std::vector<std::string>{"node 'c' (op Cast, opset 13): a cast from FLOAT to INT16 at run time: CAST converts "
+                                     "FLOAT to INT32, INT64, UINT8 and INT8 and the integers to FLOAT only"});
 }
 
 // ArgMax and ArgMin are ARGMAX and ARGMIN with ONNX's defaults (axis 0, keepdims 1) written out;

@@ -166,25 +166,35 @@ TEST(ReducedTypes, InitializersForReducedTypes) {
   EXPECT_NE(parse_error("param @w : u8[4] init=constant value=0.5\n").find("not an integer in 0..255"), std::string::npos);
 }
 
-TEST(ReducedTypes, InputsAndOutputsAreRefused) {
-  for (const char* t : {"bf16", "i8", "u8"}) {
-    const std::string in = fmt::format("input %x : {}[4]\n", t);
-    EXPECT_EQ(parse_error(in), at(in, 1, "%x") + fmt::format("%x is {}[4]: model inputs and outputs are f32 or i32 "
-                                                             "(declare it f32 and QUANTIZE it inside the program)",
-                                                             t));
-    const std::string out = fmt::format("param @w : {}[4] init=zeros\noutput @w\n", t);
-    EXPECT_EQ(parse_error(out).rfind(at(out, 2, "@w") + "output @w is", 0), 0u) << parse_error(out);
-    const std::string typed = fmt::format("output %y : {}[4]\n", t);
-    EXPECT_NE(parse_error(typed).find("model inputs and outputs are f32 or i32"), std::string::npos) << parse_error(typed);
-  }
+TEST(ReducedTypes, Bf16InputsAndOutputsAreRefused) {
+  const std::string in = "input %x : bf16[4]\n";
+  EXPECT_EQ(parse_error(in), at(in, 1, "%x") + "%x is bf16[4]: model inputs and outputs are f32, i32, i8 or u8 "
+                                              "(declare it f32 and QUANTIZE it inside the program)");
+  const std::string out = "param @w : bf16[4] init=zeros\noutput @w\n";
+  EXPECT_EQ(parse_error(out).rfind(at(out, 2, "@w") + "output @w is", 0), 0u) << parse_error(out);
+  const std::string typed = "output %y : bf16[4]\n";
+  EXPECT_NE(parse_error(typed).find("model inputs and outputs are f32, i32, i8 or u8"), std::string::npos)
+      << parse_error(typed);
   // The same through the API, and Program::finish for an output marked after it was typed.
   Context ctx;
   Program p(ctx);
-  p.mark_output(declare_as(p, "w", Role::PARAM, {DType::I8, Shape{4}}));
+  p.mark_output(declare_as(p, "w", Role::PARAM, {DType::BF16, Shape{4}}));
   const Status s = p.finish();
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("output @w is i8[4]: model inputs and outputs are f32 or i32"), std::string::npos)
+  EXPECT_NE(s.message().find("output @w is bf16[4]: model inputs and outputs are f32, i32, i8 or u8"), std::string::npos)
       << s.message();
+}
+
+// i8 and u8 are whole bytes a caller can hand over: inputs and outputs may have them.
+TEST(ReducedTypes, EightBitInputsAndOutputsAreAccepted) {
+  for (const char* t : {"i8", "u8"}) {
+    Context ctx;
+    Program p(ctx);
+    const std::string text = fmt::format("input %x : {0}[4]\nparam @w : {0}[4] init=zeros\noutput @w\n", t);
+    const Status s = program_parse(text, "t.nnasm", &p);
+    EXPECT_TRUE(s) << s.message();
+    EXPECT_TRUE(p.finish()) << t;
+  }
 }
 
 // Declares x0.. of `types` as params (consts can be folded; params never are) and appends `op`.
@@ -427,30 +437,59 @@ TEST(ReducedTypes, TrainingRefusesReducedParams) {
   EXPECT_NE(parse_error(upd).find("SGD: input 1 (@q : i8[4]) is i8"), std::string::npos) << parse_error(upd);
 }
 
-TEST(ReducedTypes, TheCApiRefusesReducedInputsAndOutputs) {
+TEST(ReducedTypes, TheCApiRefusesBf16InputsAndOutputs) {
   const char* listings[] = {
-      "input %x : i8[4]\nparam @b : f32[4] init=ones\noutput %y\n\nforward:\n  ADD %x, @b -> %y\n",
+      "input %x : bf16[4]\nparam @b : f32[4] init=ones\noutput %y\n\nforward:\n  ADD %x, @b -> %y\n",
       "input %x : f32[4]\nparam @w : bf16[4] init=zeros\noutput @w\noutput %y\n\nforward:\n  COPY %x -> %y\n",
   };
   for (const char* l : listings) {
     nnasm_model* m = nullptr;
     EXPECT_NE(nnasm_model_load_memory(l, std::strlen(l), nullptr, &m), NNASM_OK);
     EXPECT_EQ(m, nullptr);
-    EXPECT_NE(std::string(nnasm_last_error()).find("model inputs and outputs are f32 or i32"), std::string::npos)
+    EXPECT_NE(std::string(nnasm_last_error()).find("model inputs and outputs are f32, i32, i8 or u8"), std::string::npos)
         << nnasm_last_error();
   }
-  // A reduced param inside is fine: the edges stay f32.
-  const char* ok = "input %x : f32[4]\nparam @w : i8[4] init=ones\nparam @b : f32[4] init=ones\noutput %y\n\nforward:\n"
-                   "  ADD %x, @b -> %y\n";
+  static_assert(NNASM_BF16 == int(DType::BF16) && NNASM_I8 == int(DType::I8) && NNASM_U8 == int(DType::U8),
+                "the C API's dtype codes are the engine's");
+}
+
+// A u8 input fed as bytes, dequantized and quantized again to an i8 and a u8 output read as bytes.
+TEST(ReducedTypes, TheCApiFeedsAndReadsEightBitTensors) {
+  const char* l = "input %x : u8[4]\nconst @s : f32[] = [0.5]\nconst @z : u8[] = [128]\nconst @zi : i8[] = [-3]\n"
+                  "output %yi\noutput %yu\n\nforward:\n  DEQUANTIZE %x, @s, @z -> %f\n"
+                  "  QUANTIZE %f, @s, @zi -> %yi\n  QUANTIZE %f, @s, @z -> %yu\n";
   nnasm_model* m = nullptr;
-  ASSERT_EQ(nnasm_model_load_memory(ok, std::strlen(ok), nullptr, &m), NNASM_OK) << nnasm_last_error();
+  ASSERT_EQ(nnasm_model_load_memory(l, std::strlen(l), nullptr, &m), NNASM_OK) << nnasm_last_error();
   nnasm_tensor_info info;
   info.struct_size = sizeof info;
   ASSERT_EQ(nnasm_model_input_info(m, 0, &info), NNASM_OK);
-  EXPECT_EQ(info.dtype, NNASM_F32);
+  EXPECT_EQ(info.dtype, NNASM_U8);
+  EXPECT_EQ(info.bytes, 4u);
+  ASSERT_EQ(nnasm_model_output_info(m, 0, &info), NNASM_OK);
+  EXPECT_EQ(info.dtype, NNASM_I8);
+  EXPECT_EQ(info.bytes, 4u);
+  ASSERT_EQ(nnasm_model_output_info(m, 1, &info), NNASM_OK);
+  EXPECT_EQ(info.dtype, NNASM_U8);
+  nnasm_instance* in = nullptr;
+  ASSERT_EQ(nnasm_instance_create(m, &in), NNASM_OK) << nnasm_last_error();
+  const uint8_t x[4] = {0, 100, 128, 255};
+  // A buffer of f32's size is refused: the size is the u8 tensor's, one byte an element.
+  float wrong[4] = {};
+  EXPECT_EQ(nnasm_instance_set_input(in, "x", wrong, sizeof wrong), NNASM_ERR_SIZE_MISMATCH);
+  ASSERT_EQ(nnasm_instance_set_input(in, "x", x, sizeof x), NNASM_OK) << nnasm_last_error();
+  ASSERT_EQ(nnasm_instance_run(in), NNASM_OK) << nnasm_last_error();
+  int8_t yi[4];
+  uint8_t yu[4];
+  ASSERT_EQ(nnasm_instance_get_output(in, "yi", yi, sizeof yi), NNASM_OK) << nnasm_last_error();
+  ASSERT_EQ(nnasm_instance_get_output(in, "yu", yu, sizeof yu), NNASM_OK) << nnasm_last_error();
+  // f = (x − 128)·0.5 = −64, −14, 0, 63.5; yi = sat(rne(f / 0.5) − 3), yu = sat(rne(f / 0.5) + 128) = x.
+  const int want_i[4] = {-128, -31, -3, 124};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(yi[k], want_i[k]) << k;
+    EXPECT_EQ(yu[k], x[k]) << k;
+  }
+  nnasm_instance_free(in);
   nnasm_model_free(m);
-  static_assert(NNASM_BF16 == int(DType::BF16) && NNASM_I8 == int(DType::I8) && NNASM_U8 == int(DType::U8),
-                "the C API's dtype codes are the engine's");
 }
 
 TEST(ReducedTypes, BadListingsNeverCrash) {

@@ -7,6 +7,7 @@
 
 #include "engine/optimizer.h"
 #include "engine/trainer.h"
+#include "serialize/listing.h"
 #include "shell/shell.h"
 
 namespace nnasm {
@@ -123,6 +124,21 @@ TEST(Trainer, ClearErrors) {
   auto t = train(*ex.value(), d.data(), d.data(), TrainOptions{}, nullptr);
   ASSERT_FALSE(t);
   EXPECT_NE(t.status().message().find("no update section"), std::string::npos);
+
+  // A model may take u8 inputs, but the trainer's samples are f32.
+  Context qctx;
+  Program q(qctx);
+  const char* listing = "input %x : u8[8,4]\ninput %labels : i32[8]\nconst @s : f32[] = [1]\nconst @z : u8[] = [0]\n"
+                        "param @w : f32[4,3] init=zeros\noutput %logits\noutput %loss\n\nforward:\n"
+                        "  DEQUANTIZE %x, @s, @z -> %f\n  MATMUL %f, @w -> %logits\n"
+                        "  SOFTMAX_CE %logits, %labels -> %loss\n";
+  ASSERT_TRUE(program_parse(listing, "q.nnasm", &q));
+  auto qex = Executor::prepare(q);
+  ASSERT_TRUE(qex.is_ok()) << qex.status().message();
+  auto qe = evaluate(*qex.value(), d.data(), TrainOptions{});
+  ASSERT_FALSE(qe);
+  EXPECT_NE(qe.status().message().find("trainer: %x must be f32 [batch, ...], is u8[8,4]"), std::string::npos)
+      << qe.status().message();
 }
 
 }  // namespace

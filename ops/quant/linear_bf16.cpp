@@ -12,18 +12,22 @@
 // Gradient   none: bf16 weights are inference storage; training stays f32 (LINEAR), so autodiff
 //            refuses a program that needs one through this op, by name.
 // Kernels    reference: plain loops, summing k = 0 … in−1 in order.
-//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows, 8 accumulators per block (a
-//            single row, batch 1, gets 8 vectors of columns: its adds are 8 independent chains);
+//            JIT (AVX2 and AVX-512): row blocks of up to 4 rows, 8 accumulators per block (8
+//            rows and 16 with vdpbf16ps; a single row, batch 1, gets 8 vectors of columns: its
+//            adds are 8 independent chains);
 //            each block's x rows rounded to bf16 into the scratch first, then every block of
 //            output columns streams W once (batch 1 is a GEMV), the bias, the activation snippet
 //            (jit/act_snippet.h, LINEAR's) and the store fused. With AVX512_BF16
-//            (`bf16_linear__avx512_dpbf16_4x32`, `_1x128` for one row): two
+//            (`bf16_linear__avx512_dpbf16_8x32`, `_1x128` for one row): two
 //            rows of W interleaved into bf16 pairs in registers (vpunpcklwd / vpunpckhwd, so W
 //            needs no packed copy) and vdpbf16ps against the broadcast pair of x, the columns put
 //            back in order (vpermi2ps) once per block. Without it (`__avx512_4x32`,
 //            `__avx2_4x16`, `_1x64`): W widened to f32 (vpmovzxwd, vpslld 16) and an FMA with x rounded
 //            to bf16, the same exact products. Results differ from the reference only in the
 //            order of the f32 sums (vdpbf16ps adds a pair's two products one after the other).
+//            On several threads, parallel parts of the same kernel: slices of the output columns
+//            (whole column blocks), or blocks of rows where the columns make fewer blocks than
+//            threads; each output element is one part's, summed as on one thread (same bits).
 // Notes      NaN and ±inf propagate as in f32 arithmetic. Denormals: vcvtneps2bf16 and vdpbf16ps
 //            treat denormal inputs as zero and flush denormal results, as the run's default
 //            (flush_denormals) does for the reference and the FMA kernels; with flushing off the
@@ -106,8 +110,9 @@ void linear_bf16_ref(const KernelArgs* a) {
 // r11 the scratch at the current k; r10 k steps left. Vector: 0, 1 W (rows k and k+1, or the
 // widened vectors: all of a row's with several rows, 0 and 1 in turn with one), 2, 3 W pairs
 // (dpbf16; 2, 3 widened too with several rows), 4 the broadcast x (widening), 5 zero (an odd
-// in's last pair), 6 … 13 the accumulators (row i, vector j at 6 + nv·i + j, nv vectors a row),
-// the activation's temporaries in 0 … 4 and 14 (W is dead by then), AVX2's tail mask in 15.
+// in's last pair), 6 … 13 the accumulators (row i, vector j at 6 + nv·i + j, nv vectors a row;
+// 6 … 21 for dpbf16's 8 rows), the activation's temporaries in 0 … 4 and 14 (31 at AVX-512; W is
+// dead by then), AVX2's tail mask in 15.
 // Opmasks: k1 the output tail (VecGen), k3 the word mask of W's last column group and x's tail
 // (set before each use: the activation snippets clobber k2 … k7).
 
@@ -115,6 +120,10 @@ using namespace Xbyak;
 using namespace Xbyak::util;
 
 constexpr int MR = 4;  // rows per block
+// With vdpbf16ps (AVX-512: 32 registers), 8: the two W rows' interleaving (vpunpck{l,h}wd) is
+// shared by every row of the block, so more rows pay it less often; 16 accumulators.
+constexpr int MR_DPBF16 = 8;
+int block_rows(bool dpbf16) { return dpbf16 ? MR_DPBF16 : MR; }
 constexpr int64_t MAX_BYTES = int64_t(1) << 30;  // offsets stay within int32
 constexpr size_t MEASURE_BYTES = 64 * 1024;
 
@@ -122,6 +131,8 @@ struct Bf16Spec {
   Isa isa = Isa::AVX2;
   bool dpbf16 = false;
   Dims d{};
+  // The part's rows [r0, r1) and output columns [c0, c1); the whole layer for one part.
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
   Activation act = Activation::NONE;
   float act_alpha = 0;
 };
@@ -135,8 +146,9 @@ class Bf16Gen {
  public:
   Bf16Gen(CodeGenerator& g, const Bf16Spec& s) : g_(g), s_(s), v_(g, s.isa) {}
 
-  // Vectors of columns per row: 8 accumulators in all, so that a single row (batch 1, where
-  // each accumulator's chain of dependent adds is what limits) still has 8 chains.
+  // Vectors of columns per row: 8 accumulators in all up to 4 rows, so that a single row (batch
+  // 1, where each accumulator's chain of dependent adds is what limits) still has 8 chains; 2
+  // from 3 rows on (dpbf16's 8-row blocks: 16).
   static int vectors_per_row(int mr) { return mr == 1 ? 8 : mr == 2 ? 4 : 2; }
 
   Status emit() {
@@ -149,16 +161,28 @@ class Bf16Gen {
       f.load_in(r9, 2);
       f.load_out(rdx, 0);
       g_.mov(rbx, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
-      if (s_.d.out % W) v_.set_tail(static_cast<int>(s_.d.out % W), Ymm(15));
+      // A part starts at its first row and column (64-bit offsets: only a row block's are bounded).
+      auto advance = [&](const Reg64& r, int64_t bytes) {
+        if (!bytes) return;
+        g_.mov(rax, bytes);
+        g_.add(r, rax);
+      };
+      advance(rsi, s_.r0 * s_.d.in * 4);
+      advance(rdx, s_.r0 * s_.d.out * 4 + s_.c0 * 4);
+      advance(r8, s_.c0 * 2);
+      advance(r9, s_.c0 * 4);
+      const int64_t cols = s_.c1 - s_.c0, rows = s_.r1 - s_.r0;
+      if (cols % W) v_.set_tail(static_cast<int>(cols % W), Ymm(15));
       g_.vpxor(Xmm(5), Xmm(5), Xmm(5));
-      const int64_t full = s_.d.rows / MR, rest = s_.d.rows % MR;
+      const int mrb = block_rows(s_.dpbf16);
+      const int64_t full = rows / mrb, rest = rows % mrb;
       if (full > 0) {
         Label loop;
         g_.mov(r13, full);
         g_.L(loop);
-        row_block(MR);
-        g_.add(rsi, static_cast<int32_t>(MR * s_.d.in * 4));
-        g_.add(rdx, static_cast<int32_t>(MR * s_.d.out * 4));
+        row_block(mrb);
+        g_.add(rsi, static_cast<int32_t>(mrb * s_.d.in * 4));
+        g_.add(rdx, static_cast<int32_t>(mrb * s_.d.out * 4));
         g_.dec(r13);
         g_.jnz(loop, CodeGenerator::T_NEAR);
       }
@@ -245,8 +269,8 @@ class Bf16Gen {
     g_.mov(rcx, r8);
     g_.mov(r14, rdx);
     g_.mov(r15, r9);
-    const int64_t full = s_.d.out / nb;
-    const int tail = static_cast<int>(s_.d.out % nb);
+    const int64_t full = (s_.c1 - s_.c0) / nb;
+    const int tail = static_cast<int>((s_.c1 - s_.c0) % nb);
     if (full > 0) {
       Label loop;
       g_.mov(r12, full);
@@ -374,7 +398,7 @@ class Bf16Gen {
   void epilogue(int mr, int cols) {
     const int W = v_.width();
     const ActSnippet act = act_snippet(s_.act, s_.act_alpha);
-    const std::vector<Xmm> tmp{v_.vreg(0), v_.vreg(1), v_.vreg(2), v_.vreg(3), v_.vreg(4), v_.vreg(14)};
+    const std::vector<Xmm> tmp{v_.vreg(0), v_.vreg(1), v_.vreg(2), v_.vreg(3), v_.vreg(4), v_.vreg(v_.avx512() ? 31 : 14)};
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j * W < cols; ++j) {
         const int count = std::min(W, cols - j * W);
@@ -393,42 +417,121 @@ class Bf16Gen {
   int64_t xs_ = 0;
 };
 
-// Enough for either kernel: MR rows of rounded f32 (bf16 pairs take no more).
+// Enough for either kernel: MR rows of rounded f32 or MR_DPBF16 rows of bf16 pairs.
 size_t linear_bf16_scratch(const Instruction&, const TensorType* in, const TensorType*) {
-  return static_cast<size_t>(MR * x_row_bytes(false, dims_of(in).in));
+  const int64_t n = dims_of(in).in;
+  return static_cast<size_t>(std::max(MR * x_row_bytes(false, n), MR_DPBF16 * x_row_bytes(true, n)));
+}
+
+// ---- Parallel parts ----
+//
+// Each part computes its own rows and columns of y whole (every k, in the one kernel's order), so
+// the results are the one-part kernel's bits at any thread count. Columns split in units of the
+// kernel's column block (a part's block loop then runs as the whole's does, with the whole's
+// tail in the last part), each part rounding all of x (a few hundred values a row against
+// streaming its slice of W for each); rows, in blocks of MR, where there are fewer column blocks
+// than threads but rows enough.
+
+// The same floor as LINEAR's GEMV (jit/gemm_plan.cpp): below it a parallel step's hand-off costs
+// about what the split saves.
+constexpr int64_t PART_FLOPS = int64_t(1) << 18;
+
+int64_t column_block(const Dims& d, Isa isa) {
+  // The same for MR and MR_DPBF16 rows: 2 vectors a row from 3 rows on.
+  const int mr = static_cast<int>(std::min<int64_t>(d.rows, MR));
+  return Bf16Gen::vectors_per_row(mr) * (isa == Isa::AVX512 ? 16 : 8);
+}
+int64_t column_units(const Dims& d, Isa isa) { return (d.out + column_block(d, isa) - 1) / column_block(d, isa); }
+bool uses_dpbf16(Isa isa) { return isa == Isa::AVX512 && cpu_info().avx512_bf16; }
+int64_t row_blocks(const Dims& d, bool dpbf16) { return (d.rows + block_rows(dpbf16) - 1) / block_rows(dpbf16); }
+
+// Part `part` of `n` into s's rows and columns; false where n parts do not fit (the parts hook
+// never asks for such a count).
+bool part_range(Bf16Spec* s, int part, int n) {
+  const Dims& d = s->d;
+  s->r0 = 0, s->r1 = d.rows, s->c0 = 0, s->c1 = d.out;
+  if (n <= 1) return true;
+  if (part < 0 || part >= n) return false;
+  const int64_t units = column_units(d, s->isa), unit = column_block(d, s->isa), blocks = row_blocks(d, s->dpbf16);
+  const int mrb = block_rows(s->dpbf16);
+  if (units >= n) {
+    s->c0 = std::min(d.out, units * part / n * unit);
+    s->c1 = std::min(d.out, units * (part + 1) / n * unit);
+    return true;
+  }
+  if (blocks < n) return false;
+  s->r0 = std::min(d.rows, blocks * part / n * mrb);
+  s->r1 = std::min(d.rows, blocks * (part + 1) / n * mrb);
+  return true;
+}
+
+int linear_bf16_parts(const JitRequest& r, int threads) {
+  const Dims d = dims_of(r.in);
+  if (threads <= 1 || r.isa == Isa::REF || d.rows <= 0 || d.in <= 0 || d.out <= 0) return 1;
+  if (2 * d.rows * d.in * d.out < PART_FLOPS) return 1;
+  const int64_t units = column_units(d, r.isa);
+  if (units >= threads || row_blocks(d, uses_dpbf16(r.isa)) >= threads) return threads;
+  return static_cast<int>(std::max<int64_t>(1, units));
+}
+
+// A part reads all of x for a column split (its rows for a row split) and finishes its rows and
+// columns of y: one contiguous span where it has one row or all the columns. It cannot split k
+// (a join's split_reduction): that request gets no kernel.
+bool linear_bf16_span(const JitRequest& r, bool output, int k, int64_t* begin, int64_t* end) {
+  if (r.split_reduction || k != 0) return false;
+  Bf16Spec s;
+  s.d = dims_of(r.in);
+  s.isa = r.isa;
+  s.dpbf16 = uses_dpbf16(r.isa);
+  if (!part_range(&s, r.part, r.n_parts)) return false;
+  if (!output) {
+    *begin = s.r0 * s.d.in;
+    *end = s.r1 * s.d.in;
+    return true;
+  }
+  if (s.r1 - s.r0 != 1 && (s.c0 != 0 || s.c1 != s.d.out)) return false;
+  *begin = s.r0 * s.d.out + s.c0;
+  *end = (s.r1 - 1) * s.d.out + s.c1;
+  return true;
 }
 
 Result<std::shared_ptr<const JitKernel>> linear_bf16_jit(const JitRequest& r, KernelCache& cache) {
-  return linear_bf16_kernel(r.ins, r.in, r.isa, r.isa == Isa::AVX512 && cpu_info().avx512_bf16, cache);
+  if (r.split_reduction) return std::shared_ptr<const JitKernel>();
+  return linear_bf16_kernel(r.ins, r.in, r.isa, uses_dpbf16(r.isa), cache, r.part,
+                            r.n_parts);
 }
 
 }  // namespace
 
 Result<std::shared_ptr<const JitKernel>> linear_bf16_kernel(const Instruction& ins, const TensorType* in, Isa isa,
-                                                            bool dpbf16, KernelCache& cache) {
+                                                            bool dpbf16, KernelCache& cache, int part, int n_parts) {
   Bf16Spec s;
   s.d = dims_of(in);
   if (s.d.rows <= 0 || s.d.in <= 0 || s.d.out <= 0) return std::shared_ptr<const JitKernel>();
-  if (s.d.in * s.d.out * 2 > MAX_BYTES || MR * s.d.out * 4 > MAX_BYTES || MR * s.d.in * 4 > MAX_BYTES)
+  if (s.d.in * s.d.out * 2 > MAX_BYTES || MR_DPBF16 * s.d.out * 4 > MAX_BYTES || MR_DPBF16 * s.d.in * 4 > MAX_BYTES)
     return std::shared_ptr<const JitKernel>();
   if (isa == Isa::REF || (dpbf16 && (isa != Isa::AVX512 || !cpu_info().avx512_bf16)))
     return std::shared_ptr<const JitKernel>();
   s.isa = isa;
   s.dpbf16 = dpbf16;
+  if (!part_range(&s, part, n_parts)) return std::shared_ptr<const JitKernel>();
   s.act = fused_act(ins);
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
   const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
-  const int mr = static_cast<int>(std::min<int64_t>(s.d.rows, MR));
+  const int mr = static_cast<int>(std::min<int64_t>(s.r1 - s.r0, block_rows(s.dpbf16)));
   const std::string name = fmt::format("bf16_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.dpbf16 ? "_dpbf16" : "", mr,
                                        Bf16Gen::vectors_per_row(mr) * W);
-  const std::string key = fmt::format("{}|{}x{}x{}|{}", name, s.d.rows, s.d.in, s.d.out, s.act_alpha);
+  const std::string key = fmt::format("{}|{}x{}x{}|{}|rows{}-{}|cols{}-{}", name, s.d.rows, s.d.in, s.d.out,
+                                      s.act_alpha, s.r0, s.r1, s.c0, s.c1);
   return build_kernel_measured(cache, key, name, MEASURE_BYTES, [&s](CodeGenerator& g) { return Bf16Gen(g, s).emit(); });
 }
 
 // No gradient hook: autodiff refuses a path through it, by name.
 OpHooks op_hooks_LINEAR_BF16() {
-  return {linear_bf16_shape, linear_bf16_ref, linear_bf16_scratch, nullptr, linear_bf16_jit};
+  OpHooks h{linear_bf16_shape, linear_bf16_ref, linear_bf16_scratch, nullptr, linear_bf16_jit, linear_bf16_parts};
+  h.span = linear_bf16_span;
+  return h;
 }
 
 }  // namespace nnasm

@@ -354,14 +354,19 @@ Status map_cast(NodeLowering& n) {
     n.set(0, y, to);
     return Status::ok();
   }
+  if (from == OnnxType::FLOAT && (to == OnnxType::UINT8 || to == OnnxType::INT8)) {
+    NNASM_TRY(cast_to_8bit(n, x, to, &y));
+    n.set(0, y, to);
+    return Status::ok();
+  }
   // FLOAT → INT32 or INT64 (held as i32): CAST truncates toward zero, as ONNX, and saturates
   // what i32 does not hold (ONNX leaves that undefined). Any integer (held as i32) → FLOAT: CAST
   // rounds to the nearest float. The narrower integers' wrapping has no instruction.
   const bool to_i32 = from == OnnxType::FLOAT && (to == OnnxType::INT32 || to == OnnxType::INT64);
   const bool to_f32 = !from_float && to == OnnxType::FLOAT;
   if (!to_i32 && !to_f32)
-    return Status::errorf("a cast from {} to {} at run time: CAST converts FLOAT to INT32 and INT64 and the integers "
-                          "to FLOAT only",
+    return Status::errorf("a cast from {} to {} at run time: CAST converts FLOAT to INT32, INT64, UINT8 and INT8 "
+                          "and the integers to FLOAT only",
                           onnx_type_name(from), onnx_type_name(to));
   NNASM_TRY(n.emit(Opcode::CAST, {x}, {{"to", imm_i(to_i32 ? 1 : 0)}}, &y));
   n.set(0, y, to);

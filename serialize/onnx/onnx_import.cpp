@@ -187,6 +187,10 @@ class Importer {
     d.role = Role::INPUT;
     if (!onnx_to_dtype(in.type, &d.type.dtype))
       return Status::errorf("graph input '{}' is {}: nnasm tensors are f32, i32 or BOOL (as f32 0/1)", in.name, onnx_type_name(in.type));
+    // INT8 and UINT8 come in as the bytes they are (a quantized model's input); the mappings that
+    // do not read them as such get them widened to i32 (NodeLowering::tensor).
+    if (in.type == OnnxType::INT8) d.type.dtype = DType::I8;
+    if (in.type == OnnxType::UINT8) d.type.dtype = DType::U8;
     std::vector<int64_t> dims;
     NNASM_TRY(input_shape(in, o_, &dims));
     NNASM_TRY(dims_to_shape(dims, &d.type.shape).with_prefix(fmt::format("graph input '{}': ", in.name)));
@@ -194,7 +198,7 @@ class Importer {
     if (!id) return id.status();
     if (in.type == OnnxType::BOOL)
       r_.notes.push_back(fmt::format("graph input '{}' is BOOL; the program reads it as f32 0 and 1", in.name));
-    else if (in.type != OnnxType::FLOAT && in.type != OnnxType::INT32)
+    else if (in.type != OnnxType::FLOAT && in.type != OnnxType::INT32 && in.type != OnnxType::INT8 && in.type != OnnxType::UINT8)
       r_.notes.push_back(fmt::format("graph input '{}' is {}; the program reads it as i32", in.name, onnx_type_name(in.type)));
     v->kind = OnnxValue::Kind::TENSOR;
     v->id = *id;

@@ -163,11 +163,23 @@ std::vector<int64_t> NodeLowering::dims(int k) const {
 Status NodeLowering::tensor(int k, TensorId* out, Role role) {
   if (!has(k)) return Status::errorf("input {} is required", k + 1);
   OnnxValue& v = l_.values()[node_.inputs[k]];
-  if (v.kind == OnnxValue::Kind::TENSOR) {
+  if (v.kind != OnnxValue::Kind::TENSOR)
+    return l_.materialize(v, node_.inputs[k], role, out).with_prefix(fmt::format("input {}: ", k + 1));
+  const DType dt = tensor_type(v.id).dtype;
+  if (dt != DType::I8 && dt != DType::U8) {
     *out = v.id;
     return Status::ok();
   }
-  return l_.materialize(v, node_.inputs[k], role, out).with_prefix(fmt::format("input {}: ", k + 1));
+  // DEQUANTIZE with scale 1 and zero point 0 is exact for 8-bit values; CAST gives them back as
+  // the i32 every other mapping reads integers in.
+  HostTensor zero;
+  zero.type = dt == DType::I8 ? OnnxType::INT8 : OnnxType::UINT8;
+  zero.i = {0};
+  TensorId one, zp, f;
+  NNASM_TRY(scalar(1, &one));
+  NNASM_TRY(typed_constant(zero, dt, &zp));
+  NNASM_TRY(emit(Opcode::DEQUANTIZE, {v.id, one, zp}, {}, &f));
+  return emit(Opcode::CAST, {f}, {{"to", imm_i(1)}}, out);
 }
 
 bool NodeLowering::has_attr(const char* name) const {
@@ -298,6 +310,22 @@ Status NodeLowering::constant(const HostTensor& t, TensorId* out) {
   v.host = t;
   v.type = t.type;
   return l_.materialize(v, "", Role::CONST, out);
+}
+
+Status NodeLowering::typed_constant(const HostTensor& t, DType dtype, TensorId* out) {
+  if (!t.has_values) return Status::errorf("a constant is {}, which has no values here", onnx_type_name(t.type));
+  TensorDesc d;
+  d.role = Role::CONST;
+  d.type.dtype = dtype;
+  NNASM_TRY(dims_to_shape(t.dims, &d.type.shape).with_prefix("a constant: "));
+  const int64_t n = t.numel();
+  d.values.resize(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) d.values[k] = t.as_double(k);
+  d.name = l_.temp_name("c");
+  Result<TensorId> id = program().declare(std::move(d), true);
+  if (!id) return id.status();
+  *out = *id;
+  return Status::ok();
 }
 
 Status NodeLowering::scalar(float x, TensorId* out) {

@@ -62,7 +62,9 @@ class NodeLowering {
   std::vector<int64_t> dims(int k) const;
   OnnxType type(int k) const { return value(k).type; }
   // Input k as a tensor of the program, materializing values known at import time (`role` for
-  // a weight: PARAM, or STATE for running statistics).
+  // a weight: PARAM, or STATE for running statistics). Always f32 or i32: an i8 or u8 tensor (a
+  // graph input of INT8 or UINT8, a QuantizeLinear's result) is widened to i32 first, so that
+  // only the quantization mappings (onnx_ops_quant.cpp) ever see the 8-bit dtypes.
   Status tensor(int k, TensorId* out, Role role = Role::PARAM);
 
   // Attributes. `v` holds the default and is overwritten when the node has the attribute; an
@@ -98,6 +100,9 @@ class NodeLowering {
   Status reshape(TensorId x, const std::vector<int64_t>& dims, TensorId* y);
   // A const holding `t` (integer values narrowed to i32, checked), for values a mapping derives.
   Status constant(const HostTensor& t, TensorId* out);
+  // A const of `dtype` holding `t`'s values (integers for i8, u8 and i32; the program checks
+  // they fit), for the quantization mappings' 8-bit operands.
+  Status typed_constant(const HostTensor& t, DType dtype, TensorId* out);
   // A rank-0 f32 const.
   Status scalar(float v, TensorId* out);
   // An f32 const of `dims` holding `value` everywhere (an init kind: no values are stored).

@@ -12,6 +12,8 @@
 //   onnx_ops_shape.cpp        Reshape, Flatten, Transpose, Concat, Slice, Squeeze, Pad, Split,
 //                             Gather, GatherElements, Trilu, ...
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
+//   onnx_ops_quant.cpp        QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+//                             MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
 #pragma once
@@ -54,6 +56,13 @@ Status map_matmul(NodeLowering& n);
 Status map_conv(NodeLowering& n);
 Status map_conv_transpose(NodeLowering& n);
 Status map_dropout(NodeLowering& n);
+// numpy.matmul of two tensors (a 1-D operand a row first, a column second, removed after).
+Status matmul_of(NodeLowering& n, TensorId a, TensorId b, TensorId* y);
+// Conv's ranks: 1-D and 2-D convolutions (input rank 3 or 4), weights of the input's rank.
+Status check_conv_ranks(const std::vector<int64_t>& dx, const std::vector<int64_t>& dw);
+// Conv of x, w and b (NO_TENSOR: none) with the node's attributes (kernel_shape, strides,
+// dilations, group, pads, auto_pad).
+Status conv_of(NodeLowering& n, TensorId x, TensorId w, TensorId b, TensorId* y);
 // Conv's and the pools' padding per spatial axis, [begins..., ends...], from auto_pad (NOTSET,
 // VALID, SAME_UPPER, SAME_LOWER) or pads; strides and dilations within [1, MAX_GEOMETRY], pads
 // within [0, MAX_GEOMETRY].
@@ -116,6 +125,17 @@ Status map_depth_to_space(NodeLowering& n);  // DepthToSpace, SpaceToDepth
 Status slice_to(NodeLowering& n, TensorId x, const std::vector<SliceRange>& ranges, TensorId* y);
 // onnx_ops_resize.cpp
 Status map_resize(NodeLowering& n);       // Upsample, Resize
+// onnx_ops_quant.cpp
+Status map_quantize_linear(NodeLowering& n);
+Status map_dequantize_linear(NodeLowering& n);
+Status map_dynamic_quantize_linear(NodeLowering& n);
+Status map_matmul_integer(NodeLowering& n);
+Status map_conv_integer(NodeLowering& n);
+Status map_qlinear_matmul(NodeLowering& n);
+Status map_qlinear_conv(NodeLowering& n);
+// x (f32) as `to` (UINT8 or INT8): truncated toward zero as Cast does, then saturated to the
+// type's range in an 8-bit tensor (ONNX leaves out-of-range values to the platform).
+Status cast_to_8bit(NodeLowering& n, TensorId x, OnnxType to, TensorId* y);
 // onnx_fold.cpp
 Status fold_constant(NodeLowering& n);
 Status fold_shape(NodeLowering& n);       // Shape, Size

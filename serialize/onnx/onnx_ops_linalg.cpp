@@ -76,28 +76,50 @@ Status map_gemm(NodeLowering& n) {
 // numpy.matmul: a 1-D operand is a row (first) or a column (second), removed from the result.
 Status map_matmul(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(2, 2));
-  const std::vector<int64_t> da = n.dims(0), db = n.dims(1);
-  if (da.empty() || db.empty()) return Status::error("operands must have rank 1 or more");
+  if (n.dims(0).empty() || n.dims(1).empty()) return Status::error("operands must have rank 1 or more");
   TensorId a, b, y;
   NNASM_TRY(n.tensor(0, &a));
   NNASM_TRY(n.tensor(1, &b));
-  if (da.size() == 1) NNASM_TRY(n.reshape(a, {1, da[0]}, &a));
-  if (db.size() == 1) NNASM_TRY(n.reshape(b, {db[0], 1}, &b));
-  NNASM_TRY(n.emit(Opcode::MATMUL, {a, b}, {}, &y));
-  std::vector<int64_t> out = shape_dims(n.tensor_type(y).shape);
-  if (db.size() == 1) out.erase(out.end() - 1);
-  if (da.size() == 1) out.erase(out.end() - 1 - (db.size() == 1 ? 0 : 1));
-  NNASM_TRY(n.reshape(y, out, &y));
+  NNASM_TRY(matmul_of(n, a, b, &y));
   n.set(0, y, n.type(0));
   return Status::ok();
+}
+
+Status matmul_of(NodeLowering& n, TensorId a, TensorId b, TensorId* y) {
+  const std::vector<int64_t> da = shape_dims(n.tensor_type(a).shape), db = shape_dims(n.tensor_type(b).shape);
+  if (da.empty() || db.empty()) return Status::error("operands must have rank 1 or more");
+  if (da.size() == 1) NNASM_TRY(n.reshape(a, {1, da[0]}, &a));
+  if (db.size() == 1) NNASM_TRY(n.reshape(b, {db[0], 1}, &b));
+  NNASM_TRY(n.emit(Opcode::MATMUL, {a, b}, {}, y));
+  std::vector<int64_t> out = shape_dims(n.tensor_type(*y).shape);
+  if (db.size() == 1) out.erase(out.end() - 1);
+  if (da.size() == 1) out.erase(out.end() - 1 - (db.size() == 1 ? 0 : 1));
+  return n.reshape(*y, out, y);
 }
 
 Status map_conv(NodeLowering& n) {
   NNASM_TRY(n.expect_inputs(2, 3));
   const std::vector<int64_t> dx = n.dims(0), dw = n.dims(1);
+  NNASM_TRY(check_conv_ranks(dx, dw));
+  TensorId x, w, b = NO_TENSOR, y;
+  NNASM_TRY(n.tensor(0, &x));
+  NNASM_TRY(n.tensor(1, &w));
+  if (n.has(2)) NNASM_TRY(n.tensor(2, &b));
+  NNASM_TRY(conv_of(n, x, w, b, &y));
+  n.set(0, y, n.type(0));
+  return Status::ok();
+}
+
+Status check_conv_ranks(const std::vector<int64_t>& dx, const std::vector<int64_t>& dw) {
   if (dx.size() != 3 && dx.size() != 4)
     return Status::errorf("input is rank {}; only 1-D and 2-D convolutions (rank 3 and 4) are supported", dx.size());
   if (dw.size() != dx.size()) return Status::errorf("weights are rank {}, input rank {}", dw.size(), dx.size());
+  return Status::ok();
+}
+
+Status conv_of(NodeLowering& n, TensorId x, TensorId w, TensorId b, TensorId* y) {
+  const std::vector<int64_t> dx = shape_dims(n.tensor_type(x).shape), dw = shape_dims(n.tensor_type(w).shape);
+  NNASM_TRY(check_conv_ranks(dx, dw));
   const size_t s = dx.size() - 2;
   std::vector<int64_t> in(dx.begin() + 2, dx.end()), kernel(dw.begin() + 2, dw.end());
   std::vector<int64_t> given_kernel = kernel, stride(s, 1), dilation(s, 1), pads;
@@ -109,10 +131,6 @@ Status map_conv(NodeLowering& n) {
   if (given_kernel != kernel) return Status::errorf("kernel_shape [{}] differs from the weights' [{}]", fmt::join(given_kernel, ","), fmt::join(kernel, ","));
   if (stride.size() != s || dilation.size() != s) return Status::errorf("strides and dilations need {} entries", s);
   NNASM_TRY(spatial_pads(n, in, kernel, stride, dilation, &pads));
-  TensorId x, w, b = NO_TENSOR, y;
-  NNASM_TRY(n.tensor(0, &x));
-  NNASM_TRY(n.tensor(1, &w));
-  if (n.has(2)) NNASM_TRY(n.tensor(2, &b));
   if (s == 1) {
     // 1-D as 2-D over a height of 1.
     NNASM_TRY(rows_as_images(n, x, &x));
@@ -131,9 +149,8 @@ Status map_conv(NodeLowering& n) {
   NNASM_TRY(n.emit(Opcode::CONV2D, ins,
                    {{"stride", imm_ints(stride)}, {"pad", imm_ints(pad)}, {"dilation", imm_ints(dilation)},
                     {"groups", imm_i(group)}},
-                   &y));
-  if (s == 1) NNASM_TRY(images_as_rows(n, y, &y));
-  n.set(0, y, n.type(0));
+                   y));
+  if (s == 1) NNASM_TRY(images_as_rows(n, *y, y));
   return Status::ok();
 }
 

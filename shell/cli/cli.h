@@ -196,6 +196,19 @@ struct ExportCmdOptions {
 // model of a trained one (serialize/export.h: export_inference), and notes its inputs and outputs.
 Status cmd_export(const ExportCmdOptions& o);
 
+struct QuantizeCmdOptions {
+  std::string file;                    // the inference model (or listing)
+  std::string out;                     // the quantized model file to write
+  std::string to;                      // --to bf16|int8
+  std::vector<std::string> calibrate;  // NAME=PATH.npy: calibration rows for input NAME
+  double max_error = -1;               // --max-error E; < 0: the type's default
+  std::vector<std::string> keep;       // --keep TENSOR: layers that stay f32
+};
+// `nnasm quantize MODEL --to bf16|int8 [--calibrate NAME=data.npy]... [--max-error E] [--keep
+// TENSOR]... -o OUT.nnm`: the model with its dense layers in reduced precision where each
+// layer's measured error allows (engine/quantize.h); prints the per-layer report and the sizes.
+Status cmd_quantize(const QuantizeCmdOptions& o);
+
 // --isa LEVEL of run and bench: lowers the context's JIT cap to LEVEL (avx512, avx2 or ref), as
 // NNASM_ISA does. A level above what this CPU has is an error naming the CPU's best level.
 Status apply_isa(Context& ctx, const std::string& level);

@@ -47,8 +47,20 @@ Status check_expected(const Tensor& t, const Binding& b, double atol, double rto
     return fail("--expect {}: {} holds {}, the output {}{} is {}", b.name, b.path, ref.type.str(), t.desc.sigil(),
                 t.desc.name, t.desc.type.str());
   const int64_t n = t.numel();
-  auto got = [&](int64_t i) -> double { return t.desc.type.dtype == DType::I32 ? t.i32()[i] : t.f32()[i]; };
-  auto want = [&](int64_t i) -> double { return ref.type.dtype == DType::I32 ? ref.i32[size_t(i)] : ref.f32[size_t(i)]; };
+  auto element = [](DType dt, const void* p, int64_t i) -> double {
+    switch (dt) {
+      case DType::I32: return static_cast<const int32_t*>(p)[i];
+      case DType::I8: return static_cast<const int8_t*>(p)[i];
+      case DType::U8: return static_cast<const uint8_t*>(p)[i];
+      default: return static_cast<const float*>(p)[i];
+    }
+  };
+  const DType rt = ref.type.dtype;
+  const void* ref_data = rt == DType::I32 ? static_cast<const void*>(ref.i32.data())
+                         : rt == DType::I8 || rt == DType::U8 ? static_cast<const void*>(ref.bytes.data())
+                                                             : static_cast<const void*>(ref.f32.data());
+  auto got = [&](int64_t i) { return element(t.desc.type.dtype, t.storage(), i); };
+  auto want = [&](int64_t i) { return element(rt, ref_data, i); };
   int64_t bad = 0, worst = -1;
   double worst_excess = -1, max_diff = 0;
   for (int64_t i = 0; i < n; ++i) {

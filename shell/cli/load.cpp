@@ -106,7 +106,10 @@ Status read_inputs(const Program& prog, const std::string& file, const std::vect
 void copy_inputs(Context& ctx, const std::map<TensorId, NpyArray>& data) {
   for (const auto& [id, a] : data) {
     Tensor& t = ctx.at(id);
-    const void* src = a.type.dtype == DType::F32 ? static_cast<const void*>(a.f32.data()) : a.i32.data();
+    const DType dt = a.type.dtype;
+    const void* src = dt == DType::F32                        ? static_cast<const void*>(a.f32.data())
+                      : dt == DType::I8 || dt == DType::U8 ? static_cast<const void*>(a.bytes.data())
+                                                              : static_cast<const void*>(a.i32.data());
     std::memcpy(t.storage(), src, static_cast<size_t>(t.numel()) * dtype_size(t.desc.type.dtype));
   }
 }

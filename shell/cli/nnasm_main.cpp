@@ -52,6 +52,7 @@ int tool_main(int argc, char** argv) {
       "  nnasm bench model.nnasm --train --profile\n"
       "  nnasm import model.onnx -o model.nnm --shape input=1,3,224,224\n"
       "  nnasm export --inference trained.nnm -o infer.nnm\n"
+      "  nnasm quantize infer.nnm --to bf16 --calibrate x=x.npy -o infer_bf16.nnm\n"
       "  nnasm run infer.nnm --in x=x.npy --expect probs=ref.npy --atol 1e-4\n"
       "  nnasm bench infer.nnm --runs 1000 --json\n"
       "\n"
@@ -184,6 +185,26 @@ int tool_main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   export_cmd->add_option("-o", export_opts.out, "Inference model file to write")->type_name("OUT.nnm")->required();
 
+  nnasm::QuantizeCmdOptions quant;
+  CLI::App* quantize_cmd = app.add_subcommand(
+      "quantize", "Rewrite an inference model's dense layers in bf16 or int8 where each layer's measured error "
+                  "allows; print the per-layer report and the sizes");
+  quantize_cmd->add_option("FILE", quant.file, "Inference model file (or listing)")->required();
+  quantize_cmd->add_option("--to", quant.to, "bf16 or int8")->type_name("TYPE")->required();
+  quantize_cmd->add_option("--calibrate", quant.calibrate,
+                           "Rows of input NAME to measure each layer's error on (repeat for each input; default: "
+                           "a synthetic batch)")
+      ->type_name("NAME=PATH.npy")
+      ->allow_extra_args(false);
+  quantize_cmd->add_option("--max-error", quant.max_error,
+                           "A layer whose relative output error exceeds E stays f32 (default: 0.01 bf16, 0.05 int8)")
+      ->type_name("E")
+      ->check(CLI::NonNegativeNumber);
+  quantize_cmd->add_option("--keep", quant.keep, "Keep this layer f32, by weight or output name (repeatable)")
+      ->type_name("TENSOR")
+      ->allow_extra_args(false);
+  quantize_cmd->add_option("-o", quant.out, "Quantized model file to write")->type_name("OUT.nnm")->required();
+
   nnasm::ImportOptions imp;
   CLI::App* import_cmd =
       app.add_subcommand("import", "Import a model of another framework (ONNX, Myelin .flow) as a model file and/or a listing");
@@ -223,6 +244,7 @@ int tool_main(int argc, char** argv) {
   if (info_cmd->parsed()) return report(nnasm::cmd_info(info));
   if (import_cmd->parsed()) return report(nnasm::cmd_import(imp));
   if (export_cmd->parsed()) return report(nnasm::cmd_export(export_opts));
+  if (quantize_cmd->parsed()) return report(nnasm::cmd_quantize(quant));
   if (opt_cmd->parsed()) {
     if (opt.file.empty() && !opt.list) return report(nnasm::Status::error("nnasm opt: error: FILE is required"));
     return report(nnasm::cmd_opt(opt));

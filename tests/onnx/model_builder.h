@@ -52,6 +52,17 @@ class OnnxModelBuilder {
     t->set_name(name);
     return *this;
   }
+  // An integer initializer of `type` (UINT8, INT8, INT32, ...) in int32_data, as exporters write
+  // the narrow types; values are written as given, in range or not.
+  OnnxModelBuilder& initializer_int(const std::string& name, const std::vector<int64_t>& dims, int32_t type,
+                                    const std::vector<int32_t>& v) {
+    onnx::TensorProto* t = graph().add_initializer();
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int32_t x : v) t->add_int32_data(x);
+    t->set_name(name);
+    return *this;
+  }
   OnnxModelBuilder& initializer_bool(const std::string& name, const std::vector<int64_t>& dims, const std::vector<bool>& v) {
     onnx::TensorProto* t = graph().add_initializer();
     t->set_data_type(onnx::TensorProto::BOOL);

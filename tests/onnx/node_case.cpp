@@ -80,7 +80,14 @@ std::string compare(const std::string& name, const Tensor& got, const HostTensor
   }
   if (f32 != want.is_float())
     return fmt::format("output '{}': {} values, expected {}", name, dtype_name(got.desc.type.dtype), onnx_type_name(want.type));
+  const DType dt = got.desc.type.dtype;
   for (int64_t k = 0; k < want.numel(); ++k) {
+    if (dt == DType::I8 || dt == DType::U8) {
+      const int64_t g = dt == DType::I8 ? int64_t(static_cast<const int8_t*>(got.storage())[k])
+                                        : int64_t(static_cast<const uint8_t*>(got.storage())[k]);
+      if (g != want.i[k]) return fmt::format("output '{}'[{}]: {}, expected {}", name, k, g, want.i[k]);
+      continue;
+    }
     if (!f32) {
       if (got.i32()[k] != want.i[k]) return fmt::format("output '{}'[{}]: {}, expected {}", name, k, got.i32()[k], want.i[k]);
       continue;

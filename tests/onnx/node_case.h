@@ -8,8 +8,8 @@
 // (OnnxImportOptions::constant_inputs), since in an exported model they are initializers; FLOAT
 // inputs are bound at run time, and so are BOOL ones, as the f32 0 and 1 the program holds them
 // in. The program runs in inference mode. Outputs match when |got − want| ≤ atol + rtol·|want|
-// (rtol 1e-3, atol 1e-7, NaN equal to NaN) and the shapes are the same; integer outputs must be
-// equal, and a BOOL output's 0 and 1 must be its false and true.
+// (rtol 1e-3, atol 1e-7, NaN equal to NaN) and the shapes are the same; integer outputs (i32, and
+// the i8 and u8 of the quantization operators) must be equal, and a BOOL output's 0 and 1 must be its false and true.
 #pragma once
 #include <string>
 #include <vector>

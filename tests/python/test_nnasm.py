@@ -122,6 +122,19 @@ class NnasmTest(unittest.TestCase):
             got = m.run({"x": self.x, "idx": self.idx})
         np.testing.assert_array_equal(got["cls"], reference(self.x, self.idx)["cls"])
 
+    def test_eight_bit_inputs_and_outputs(self):
+        listing = ("input %x : u8[4]\nconst @s : f32[] = [0.5]\nconst @z : u8[] = [128]\n"
+                   "const @zi : i8[] = [-3]\noutput %yi\noutput %yu\n\nforward:\n"
+                   "  DEQUANTIZE %x, @s, @z -> %f\n  QUANTIZE %f, @s, @zi -> %yi\n  QUANTIZE %f, @s, @z -> %yu\n")
+        x = np.array([0, 100, 128, 255], np.uint8)
+        with nnasm.Model.from_bytes(listing.encode()) as m:
+            self.assertEqual(m.inputs, [nnasm.TensorInfo("x", (4,), np.dtype(np.uint8))])
+            self.assertEqual([o.dtype for o in m.outputs], [np.dtype(np.int8), np.dtype(np.uint8)])
+            got = m.run({"x": x})
+            self.assertError(lambda: m.run({"x": x.astype(np.int32)}), 1, "convert it with .astype(np.uint8)")
+        np.testing.assert_array_equal(got["yi"], np.array([-128, -31, -3, 124], np.int8))
+        np.testing.assert_array_equal(got["yu"], x)
+
     def assertError(self, fn, status, text):
         with self.assertRaises(nnasm.Error) as c:
             fn()
