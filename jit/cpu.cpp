@@ -36,7 +36,8 @@ CpuInfo probe() {
   } known[] = {{C::tSSE42, "sse4.2"},       {C::tAVX, "avx"},           {C::tFMA, "fma"},
                {C::tAVX2, "avx2"},          {C::tF16C, "f16c"},         {C::tAVX512F, "avx512f"},
                {C::tAVX512VL, "avx512vl"},  {C::tAVX512BW, "avx512bw"}, {C::tAVX512DQ, "avx512dq"},
-               {C::tAVX512_VNNI, "avx512_vnni"}, {C::tAVX512_BF16, "avx512_bf16"}};
+               {C::tAVX512_VNNI, "avx512_vnni"}, {C::tAVX512_BF16, "avx512_bf16"},
+               {C::tAVX_VNNI, "avx_vnni"}};
   for (const auto& k : known)
     if (cpu.has(k.type)) info.features += std::string(info.features.empty() ? "" : " ") + k.name;
   char vendor[13] = {};
@@ -56,6 +57,8 @@ CpuInfo probe() {
       cpu.has(C::tAVX512DQ))
     info.best = Isa::AVX512;
   info.avx512_bf16 = cpu.has(C::tAVX512_BF16);
+  info.avx512_vnni = cpu.has(C::tAVX512_VNNI);
+  info.avx_vnni = cpu.has(C::tAVX_VNNI);
   return info;
 }
 }  // namespace

@@ -24,6 +24,10 @@ struct CpuInfo {
   // AVX512_BF16 (CPUID leaf 7 subleaf 1, EAX bit 5): vdpbf16ps and vcvtne2ps2bf16. Apart from
   // `best`: LINEAR_BF16's AVX-512 kernel uses them where present and widens bf16 to f32 where not.
   bool avx512_bf16 = false;
+  // AVX512_VNNI (EVEX vpdpbusd) and AVX-VNNI (its VEX form on ymm): LINEAR_I8's u8·i8 products
+  // summed into i32 in one instruction where present, widened to i16 pairs (vpmaddwd) where not.
+  bool avx512_vnni = false;
+  bool avx_vnni = false;
 };
 // Probed once; thread-safe.
 const CpuInfo& cpu_info();

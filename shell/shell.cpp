@@ -136,6 +136,16 @@ Var linear(At x, Var w, Var b, Activation act, float act_alpha) {
              {{"act", imm_i(static_cast<int64_t>(act))}, {"act_alpha", imm_f(act_alpha)}});
 }
 
+Var linear_i8(At x, Var w_i8, Var scale, Var b, Activation act, float act_alpha, bool tensor_scale) {
+  Graph* g = graph_of(x);
+  if (!g) return Var();
+  const std::vector<Var> packed = g->record_outputs(Opcode::LINEAR_WEIGHTS_I8, {w_i8}, {}, x.loc);
+  if (packed.size() != 2) return Var();
+  const int64_t mode = tensor_scale ? NNASM_CHOICE(LINEAR_I8, x_scale, tensor) : NNASM_CHOICE(LINEAR_I8, x_scale, row);
+  return rec(x, Opcode::LINEAR_I8, {x.v, packed[0], packed[1], scale, b},
+             {{"act", imm_i(static_cast<int64_t>(act))}, {"act_alpha", imm_f(act_alpha)}, {"x_scale", imm_i(mode)}});
+}
+
 Var linear(At x, int64_t out_features, const LinearOptions& opt) {
   Graph* g = graph_of(x);
   if (!g || !g->status()) return Var();

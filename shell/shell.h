@@ -151,6 +151,11 @@ Var matmul(At a, Var b, bool trans_a = false, bool trans_b = false);
 // act_alpha from opt (default none).
 Var linear(At x, int64_t out_features, const LinearOptions& opt = {});
 Var linear(At x, Var w, Var b, Activation act = Activation::NONE, float act_alpha = 0);
+// y = act(x·W + b) in int8 (LINEAR_I8, docs/quantization.md): w_i8 i8[in, out] (a param or
+// constant, packed once by LINEAR_WEIGHTS_I8 in the derive section), scale f32[out] or [1] its
+// per-output scale, b f32[out]; x quantized to u8 per row (`tensor_scale`: per tensor) in the kernel.
+Var linear_i8(At x, Var w_i8, Var scale, Var b, Activation act = Activation::NONE, float act_alpha = 0,
+              bool tensor_scale = false);
 
 // Convolution (NCHW): y = act(conv(x, W) + b) with W [out, in/groups, kh, kw] and b [out]
 // created as params, in inferred from x.

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "tests/linear_bf16_naive.h"
+#include "tests/linear_i8_naive.h"
 #include "tests/nchwc_naive.h"
 #include "tests/nchwc_dwconv_naive.h"
 #include "tests/nchwc_blocking.h"
@@ -1794,6 +1795,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::QUANTIZE, cases_quantize},
       {Opcode::DEQUANTIZE, cases_dequantize},
       {Opcode::LINEAR_BF16, cases_linear_bf16},
+      {Opcode::LINEAR_WEIGHTS_I8, cases_linear_weights_i8},
+      {Opcode::LINEAR_I8, cases_linear_i8},
       {Opcode::SIGN, cases_sign},
       {Opcode::SOFTPLUS, cases_softplus},
       {Opcode::HARDSIGMOID, cases_hardsigmoid},

@@ -129,3 +129,41 @@ void cases_linear_bf16(ParityRun& r) {
     }
   }
 }
+
+// LINEAR_WEIGHTS_I8 and LINEAR_I8 on LINEAR's sizes against tests/linear_i8_naive.h: the packing
+// exactly, the product without and with each activation, both x_scale modes.
+void cases_linear_weights_i8(ParityRun& r) {
+  for (const LinearCase& c : linear_cases()) {
+    const HostTensor w = random_i8(Shape{c.in, c.out}, r.rng());
+    const std::vector<HostTensor> p = naive_pack_i8(w);
+    r.check_all({w}, {}, {Expected{p[0], {}, EXACT}, Expected{p[1], {}, EXACT}});
+  }
+}
+
+void cases_linear_i8(ParityRun& r) {
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    int n = 0;
+    for (const LinearCase& c : linear_cases()) {
+      std::vector<int64_t> xd = c.rows;
+      xd.push_back(c.in);
+      const HostTensor x = random_f32(shape_of(xd), r.rng());
+      const HostTensor w = random_i8(Shape{c.in, c.out}, r.rng());
+      const std::vector<HostTensor> p = naive_pack_i8(w);
+      const HostTensor s = random_f32(Shape{n % 2 ? 1 : c.out}, r.rng(), 0.001, 0.02);
+      const HostTensor b = random_f32(Shape{c.out}, r.rng());
+      const bool tensor = n++ % 3 == 1;
+      std::vector<ImmArg> imms;
+      std::function<float(float)> f = [](float z) { return z; };
+      // LINEAR's activations in double, within their few ulps of the kernels' f32 ones.
+      Tolerance tol = EXACT;
+      if (a >= 0) {
+        imms = {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)};
+        const std::function<double(double)> g = linear_acts()[a].f;
+        f = [g](float z) { return static_cast<float>(g(z)); };
+        tol = Tolerance{1e-6, 1e-5};
+      }
+      if (tensor) imms.push_back(imm_enum("x_scale", "tensor"));
+      r.check({x, p[0], p[1], s, b}, imms, naive_linear_i8(x, w, s, b, tensor, f, tol));
+    }
+  }
+}

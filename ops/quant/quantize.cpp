@@ -48,6 +48,7 @@
 #include "jit/frame.h"
 #include "jit/vecgen.h"
 #include "ops/op.h"
+#include "ops/quant/round.h"
 #include "ops/reduce/axis.h"
 
 namespace nnasm {
@@ -143,21 +144,6 @@ int32_t load_int(const void* p, DType t, int64_t i) {
     default: return static_cast<const int32_t*>(p)[i];
   }
 }
-
-// Halves to even by comparison, so the result does not depend on the MXCSR's rounding mode (the
-// host's; the JIT's vroundps takes the mode as an immediate). q − floor(q) is exact where a tie
-// is possible, and where it rounds (q in (−0.5, 0)) it can reach 0.5 only from above, which rounds
-// to 0 either way. ±inf: the fraction is NaN and q stays.
-float round_half_even(float q) {
-  float r = std::floor(q);
-  const float frac = q - r;
-  if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.f) != 0)) r += 1;
-  return r;
-}
-
-// Every |q| ≥ 512 saturates whatever the zero point (|zero point| ≤ 255), so clamping there first
-// keeps the conversion to i32 exact.
-constexpr float QCLAMP = 512.f;
 
 int32_t quantize_one(float x, float scale, int32_t zp, int32_t lo, int32_t hi) {
   float q = round_half_even(x / scale);

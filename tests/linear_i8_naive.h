@@ -1,0 +1,82 @@
+// The naive LINEAR_I8 that tests/linear_i8_test.cpp and the parity case compare against, written
+// apart from the op: the packing from scratch, the quantization with numpy's rint (the MXCSR's
+// default rounding, halves to even) on the f32 quotient, the integer sum exact in int64 over the
+// unpacked weight, then the f32 epilogue the contract names (one fma), and the caller's `f`.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "tests/op_harness.h"
+
+namespace nnasm::test {
+
+inline HostTensor random_i8(const Shape& s, std::mt19937& rng) {
+  std::uniform_int_distribution<int> u(-128, 127);
+  HostTensor h{TensorType{DType::I8, s}, {}};
+  for (int64_t i = 0; i < count_of(s); ++i) h.v.push_back(u(rng));
+  return h;
+}
+
+// w i8[K, O] -> wp i8[⌈K/4⌉, O, 4], colsum i32[O].
+inline std::vector<HostTensor> naive_pack_i8(const HostTensor& w) {
+  const int64_t k = w.type.shape[0], o = w.type.shape[1], nq = (k + 3) / 4;
+  HostTensor wp{TensorType{DType::I8, Shape{nq, o, 4}}, std::vector<double>(static_cast<size_t>(nq * o * 4), 0)};
+  HostTensor cs{TensorType{DType::I32, Shape{o}}, std::vector<double>(static_cast<size_t>(o), 0)};
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t c = 0; c < o; ++c) {
+      wp.v[static_cast<size_t>(((kk / 4) * o + c) * 4 + kk % 4)] = w.v[static_cast<size_t>(kk * o + c)];
+      cs.v[static_cast<size_t>(c)] += w.v[static_cast<size_t>(kk * o + c)];
+    }
+  return {wp, cs};
+}
+
+// y = f(fma(f32(Σ (q − zp)·w), sx·s, b) + p) for x [..., K], w i8 [K, O], scale [O] or [1], b [O];
+// `tensor`: one sx and zp for all of x. Exact (tolerance 0) unless `tol` says otherwise.
+inline Expected naive_linear_i8(const HostTensor& x, const HostTensor& w, const HostTensor& scale, const HostTensor& b,
+                                bool tensor, const std::function<float(float)>& f, Tolerance tol = {0, 0}) {
+  const int64_t k = w.type.shape[0], o = w.type.shape[1];
+  const int64_t rows = k ? count_of(x.type.shape) / k : 0;
+  Shape ys = x.type.shape;
+  ys[ys.rank - 1] = o;
+  Expected e{HostTensor{TensorType{DType::F32, ys}, {}}, {}, tol};
+  const int64_t group = tensor ? rows * k : k;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t g0 = tensor ? 0 : r * k;
+    float lo = 0, hi = 0;
+    bool finite = true;
+    for (int64_t i = g0; i < g0 + group; ++i) {
+      const float v = static_cast<float>(x.v[static_cast<size_t>(i)]);
+      finite = finite && std::isfinite(v);
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    const float sx = (hi - lo) / 255.f;
+    auto q_of = [&](float v, int64_t zp) -> int64_t {
+      if (sx == 0) return 0;
+      const float r = std::nearbyint(v / sx);
+      return std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(r) + zp));
+    };
+    const int64_t zp = sx == 0 || !finite ? 0 : q_of(-lo, 0);
+    for (int64_t c = 0; c < o; ++c) {
+      if (!finite) {
+        e.t.v.push_back(std::numeric_limits<double>::quiet_NaN());
+        continue;
+      }
+      int64_t acc = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        acc += (q_of(static_cast<float>(x.v[static_cast<size_t>(r * k + kk)]), zp) - zp) *
+               static_cast<int64_t>(w.v[static_cast<size_t>(kk * o + c)]);
+      const float s = static_cast<float>(scale.v[scale.v.size() == 1 ? 0 : static_cast<size_t>(c)]);
+      const float t = sx * s;
+      const float y = std::fma(static_cast<float>(acc), t, static_cast<float>(b.v[static_cast<size_t>(c)])) + 0.f;
+      e.t.v.push_back(f(y));
+    }
+  }
+  return e;
+}
+
+}  // namespace nnasm::test
