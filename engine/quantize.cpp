@@ -122,31 +122,44 @@ Status declare_reduced_weights(QuantType t, const LinearSite& site, Program* p, 
   return Status::ok();
 }
 
+std::string strip_sigil(const std::string& s) { return !s.empty() && (s[0] == '%' || s[0] == '@') ? s.substr(1) : s; }
+
 // The derive-section instructions of `site`'s reduced form (none for bf16). For int8:
-// LINEAR_WEIGHTS_I8 @W.i8 -> (the packed weight, the column sums), opcode 160, which this
-// build's instruction set lacks, so int8 stops here with a message.
+// LINEAR_WEIGHTS_I8 @W.i8 -> (%W.packed, %W.colsum), the layout LINEAR_I8 reads, computed once.
 Status append_reduced_derive(QuantType t, const LinearSite& site, Program* p, ReducedLayer* r) {
-  (void)site, (void)p, (void)r;
   if (t == QuantType::BF16) return Status::ok();
-  return Status::error("--to int8: this build has no LINEAR_WEIGHTS_I8 / LINEAR_I8 instructions; quantize to bf16");
+  Instruction pack = make_instruction(Opcode::LINEAR_WEIGHTS_I8, {r->tensors[0]}, {});
+  for (const char* what : {".packed", ".colsum"}) {
+    TensorDesc d;
+    d.name = strip_sigil(site.weight) + what;
+    Result<TensorId> id = p->declare(std::move(d), false);
+    if (!id) return id.status();
+    pack.out.push_back(id.value());
+    r->tensors.push_back(id.value());
+  }
+  pack.section = Section::DERIVE;
+  return p->append(std::move(pack));
 }
 
 // The forward instruction of `site`'s reduced form reading `x` and `b` and writing `y` (declared
-// in `p`, not defined yet): LINEAR_BF16 x, @W.bf16, b with LINEAR's activation immediates. For
-// int8 (opcode 161): LINEAR_I8 x, packed, column sums, @W.scale, b with the same immediates.
+// in `p`, not defined yet), with LINEAR's activation: LINEAR_BF16 x, @W.bf16, b, or
+// LINEAR_I8 x, %W.packed, %W.colsum, @W.scale, b (x quantized per row).
 Status append_reduced_linear(QuantType t, const LinearSite& site, const ReducedLayer& r, TensorId x, TensorId b,
                              TensorId y, Program* p) {
-  if (t != QuantType::BF16)
-    return Status::error("--to int8: this build has no LINEAR_I8 instruction; quantize to bf16");
-  Instruction ins = *site.lin;
-  ins.op = Opcode::LINEAR_BF16;
-  ins.in = {x, r.tensors[0], b};
-  ins.out = {y};
-  ins.note.clear();
+  if (t == QuantType::BF16) {
+    Instruction ins = *site.lin;
+    ins.op = Opcode::LINEAR_BF16;
+    ins.in = {x, r.tensors[0], b};
+    ins.out = {y};
+    ins.note.clear();
+    return p->append(std::move(ins));
+  }
+  Instruction ins = make_instruction(Opcode::LINEAR_I8, {x, r.tensors[2], r.tensors[3], r.tensors[1], b}, {y});
+  ins.loc = site.lin->loc;
+  ins.imm[NNASM_IMM(LINEAR_I8, act)] = site.lin->imm[NNASM_IMM(LINEAR, act)];
+  ins.imm[NNASM_IMM(LINEAR_I8, act_alpha)] = site.lin->imm[NNASM_IMM(LINEAR, act_alpha)];
   return p->append(std::move(ins));
 }
-
-std::string strip_sigil(const std::string& s) { return !s.empty() && (s[0] == '%' || s[0] == '@') ? s.substr(1) : s; }
 
 // The calibration batch: the given inputs checked against `in`'s, or the synthetic one.
 Status calibration_batch(const Program& in, const QuantizeOptions& o, std::vector<CalibrationInput>* batch,

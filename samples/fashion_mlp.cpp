@@ -57,7 +57,6 @@ Status quantized_accuracy(Executor& trained, const Dataset& test) {
   Result<double> f32 = test_accuracy(p, test);
   if (!f32) return f32.status();
   fmt::print("test accuracy with f32 weights: {:.2f}%\n", 100 * *f32);
-  // int8 takes the same call; a build without the LINEAR_I8 instructions says so instead.
   for (QuantType t : {QuantType::BF16, QuantType::INT8}) {
     Context qctx;
     Program q(qctx);

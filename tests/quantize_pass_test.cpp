@@ -137,6 +137,69 @@ TEST(QuantizePass, Bf16OutputsStayWithinTheRoundingBound) {
   EXPECT_NE(program_print(loaded).find("LINEAR_BF16"), std::string::npos);
 }
 
+TEST(QuantizePass, Int8RewritesEachLinearToThePackedProduct) {
+  Context ctx(7);
+  Program p(ctx);
+  record_mlp(p);
+  Context qctx;
+  Program q(qctx);
+  QuantizeOptions o;
+  o.to = QuantType::INT8;
+  o.calibration.push_back(calib("x", {16, kIn}));
+  Result<QuantizeReport> r = quantize_program(p, o, &q);
+  ASSERT_TRUE(r) << r.status().message();
+
+  EXPECT_EQ(q.find("fc1.w"), NO_TENSOR);
+  ASSERT_NE(q.find("fc1.w.i8"), NO_TENSOR);
+  ASSERT_NE(q.find("fc1.w.scale"), NO_TENSOR);
+  EXPECT_EQ(q.desc(q.find("fc1.w.i8")).type, (TensorType{DType::I8, Shape{kIn, kHidden}}));
+  EXPECT_EQ(q.desc(q.find("fc1.w.scale")).type, (TensorType{DType::F32, Shape{kHidden}}));
+  // The stored i8 weights and scales are quantize_weights_i8's, bit for bit.
+  const WeightsI8 want = quantize_weights_i8(ctx.at(p.find("fc1.w")).f32(), kIn, kHidden);
+  EXPECT_EQ(std::memcmp(qctx.at(q.find("fc1.w.i8")).storage(), want.w.data(), want.w.size()), 0);
+  EXPECT_EQ(std::memcmp(qctx.at(q.find("fc1.w.scale")).storage(), want.scale.data(), want.scale.size() * 4), 0);
+  int packs = 0, products = 0;
+  for (const Instruction& ins : q.code()) {
+    EXPECT_NE(ins.op, Opcode::LINEAR);
+    if (ins.op == Opcode::LINEAR_WEIGHTS_I8) {
+      ++packs;
+      EXPECT_EQ(ins.section, Section::DERIVE);
+    }
+    if (ins.op != Opcode::LINEAR_I8) continue;
+    ++products;
+    if (q.desc(ins.out[0]).type.shape[1] == kHidden)  // fc1 keeps its fused relu
+      EXPECT_EQ(ins.i(NNASM_IMM(LINEAR_I8, act)), static_cast<int64_t>(Activation::RELU));
+    EXPECT_EQ(ins.i(NNASM_IMM(LINEAR_I8, x_scale)), NNASM_CHOICE(LINEAR_I8, x_scale, row));
+  }
+  EXPECT_EQ(packs, 2);
+  EXPECT_EQ(products, 2);
+  for (const QuantizedLayer& l : r->layers) {
+    EXPECT_EQ(l.chosen, "int8") << l.reason;
+    EXPECT_GT(l.error, 0);
+    EXPECT_LE(l.error, default_max_error(QuantType::INT8));
+  }
+  const uint64_t f32_w = 4 * (kIn * kHidden + kHidden * kOut), b = 4 * (kHidden + kOut);
+  EXPECT_EQ(r->weight_bytes_before, f32_w + b);
+  EXPECT_EQ(r->weight_bytes_after, f32_w / 4 + b + 4 * (kHidden + kOut));  // i8 weights, scales, biases
+
+  // Close to f32 (8-bit weights and activations: about 1% each), and the file round trip keeps it.
+  const std::vector<float> x = pattern(kBatch * kIn, 0.4f);
+  const std::vector<float> f32 = run(p, x, "probs"), got = run(q, x, "probs");
+  ASSERT_EQ(f32.size(), got.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    num += (got[i] - f32[i]) * (got[i] - f32[i]);
+    den += f32[i] * f32[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 0.05);
+  EXPECT_GT(num, 0);
+  Context lctx;
+  Program loaded(lctx);
+  ASSERT_TRUE(model_decode(model_encode(q), "q.nnm", &loaded));
+  EXPECT_EQ(run(loaded, x, "probs"), got);
+  EXPECT_NE(program_print(loaded).find("LINEAR_I8"), std::string::npos);
+}
+
 // y = x0·1.001 − x1: on x = (1, 1) the f32 result is 0.001, but 1.001 rounds to bf16 1.0 and the
 // bf16 result is 0, an error of 100%.
 void record_cancelling(Program& p, int64_t rows) {

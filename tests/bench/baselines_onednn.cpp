@@ -355,8 +355,8 @@ void layer_vs_onednn(benchmark::State& st, int64_t m, const std::string& f32_lis
         return;
       }
     }
-    std::string label = std::string(f32->ex->kernel_name(0)) + ", " + bf16->ex->kernel_name(0);
-    if (i8) label += std::string(", ") + i8->ex->kernel_name(0);
+    std::string label = first_layer(*f32) + ", " + first_layer(*bf16);
+    if (i8) label += ", " + first_layer(*i8);
     st.SetLabel(label + " vs " + one.impl("f32") + ", " + one.impl("bf16") + ", " + one.impl("int8"));
     std::vector<Side> sides{{"nnasm_f32", [&] { f32->ex->run(); }}, {"nnasm_bf16", [&] { bf16->ex->run(); }}};
     if (i8) sides.push_back({"nnasm_i8", [&] { i8->ex->run(); }});

@@ -26,6 +26,12 @@ inline std::unique_ptr<BenchProgram> listing_program(const std::string& path, in
   return prepared(std::move(b), false);
 }
 
+// The kernel of `b`'s first layer: its first instruction after the derive section (where
+// QUANTIZE and the weight packing of an int8 listing run once).
+inline std::string first_layer(const BenchProgram& b) {
+  return b.ex->kernel_name(b.ex->program().section_range(Section::DERIVE).second);
+}
+
 namespace baselines {
 
 // Several codes timed in alternating blocks of about 20 µs inside each benchmark iteration (the
