@@ -1,8 +1,10 @@
 // The ONNX quantization operators' import (serialize/onnx/onnx_ops_quant.cpp) beyond the backend
 // node tests (tests/onnx/passing_node_tests.txt): a QDQ model against loops, 8-bit graph inputs
-// and outputs, DynamicQuantizeLinear's all-zero case, MatMulInteger's exactness bound, and every
+// and outputs, DynamicQuantizeLinear's all-zero case, MatMulInteger's exactness bound, every
 // misuse a model can hold (scales of the wrong length, zero or NaN scales, zero points out of
-// range or of the wrong type) as an import error naming the node.
+// range or of the wrong type) as an import error naming the node, and quantize_dynamic's MatMul
+// chains as LINEAR_I8 (onnx_fuse_quant.cpp) against ONNX's formula, with the chains that must
+// not match.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

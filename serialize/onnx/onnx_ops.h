@@ -14,6 +14,7 @@
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_ops_quant.cpp        QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 //                             MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+//   onnx_fuse_quant.cpp       quantize_dynamic's MatMul chains as one LINEAR_I8
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
 #pragma once
