@@ -1,9 +1,15 @@
 // The ONNX quantization operators' import (serialize/onnx/onnx_ops_quant.cpp) beyond the backend
 // node tests (tests/onnx/passing_node_tests.txt): a QDQ model against loops, 8-bit graph inputs
-// and outputs, DynamicQuantizeLinear's all-zero case, MatMulInteger's exactness bound, and every
+// and outputs, DynamicQuantizeLinear's all-zero case, MatMulInteger's exactness bound, every
 // misuse a model can hold (scales of the wrong length, zero or NaN scales, zero points out of
-// range or of the wrong type) as an import error naming the node.
+// range or of the wrong type) as an import error naming the node, and quantize_dynamic's MatMul
+// chains as LINEAR_I8 (onnx_fuse_quant.cpp) against ONNX's formula, with the chains that must
+// not match.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
+#include <utility>
 #include <cstring>
 #include <map>
 #include <string>
@@ -302,6 +308,228 @@ TEST(OnnxQuantImport, MisuseIsAnErrorNamingTheNode) {
     auto im = import(c.model.bytes());
     EXPECT_FALSE(im->status.is_ok()) << c.what;
     EXPECT_NE(problem(*im).find(c.message), std::string::npos) << c.what << ": " << problem(*im);
+  }
+}
+
+
+// ---- quantize_dynamic's MatMul chains as LINEAR_I8 (serialize/onnx/onnx_fuse_quant.cpp)
+
+// A layer as ONNX Runtime's quantize_dynamic writes it: B (i8, or u8 with zero point 128) [K,O],
+// B's zero point, its scale per tensor ([]) or per column ([O]), the bias (empty: none).
+struct DynLayer {
+  int64_t k, o;
+  std::vector<int32_t> w;  // as stored: i8, or u8 when u8
+  bool u8 = false;
+  int32_t zp = 0;
+  F scale;                 // 1 or o elements
+  F bias;                  // o elements, or none
+};
+
+uint32_t lcg(uint32_t* s) { return *s = *s * 1664525u + 1013904223u; }
+
+DynLayer dyn_layer(int64_t k, int64_t o, bool per_column, bool bias, bool u8, uint32_t seed) {
+  DynLayer l;
+  l.k = k, l.o = o, l.u8 = u8, l.zp = u8 ? 128 : 0;
+  for (int64_t e = 0; e < k * o; ++e) l.w.push_back(static_cast<int32_t>(lcg(&seed) >> 24) - 128 + l.zp);
+  for (int64_t c = 0; c < (per_column ? o : 1); ++c) l.scale.push_back(0.001f + 0.0005f * static_cast<float>(lcg(&seed) >> 28));
+  if (bias)
+    for (int64_t c = 0; c < o; ++c) l.bias.push_back(static_cast<float>(static_cast<int32_t>(lcg(&seed) >> 20) - 2048) / 4096.f);
+  return l;
+}
+
+// Adds the layer reading `x` and writing `y` (node names prefixed `p`): DynamicQuantizeLinear,
+// MatMulInteger, Mul of the scales, Cast, Mul, Add.
+void add_dyn_layer(B& m, const DynLayer& l, const std::string& x, const std::string& y, const std::string& p) {
+  const int32_t t = l.u8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  m.initializer_int(p + "W", {l.k, l.o}, t, l.w).initializer_int(p + "Wz", {}, t, {l.zp});
+  m.initializer(p + "Ws", l.scale.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{l.o}, l.scale);
+  m.node("DynamicQuantizeLinear", {x}, {p + "xq", p + "xs", p + "xz"}, p + "dql");
+  m.node("MatMulInteger", {p + "xq", p + "W", p + "xz", p + "Wz"}, {p + "acc"}, p + "mmi");
+  m.node("Mul", {p + "xs", p + "Ws"}, {p + "s"}, p + "scales");
+  B::attr(m.node("Cast", {p + "acc"}, {p + "accf"}, p + "cast"), "to", int64_t(onnx::TensorProto::FLOAT));
+  const std::string mul_out = l.bias.empty() ? y : p + "mm";
+  m.node("Mul", {p + "accf", p + "s"}, {mul_out}, p + "mul");
+  if (!l.bias.empty()) {
+    m.initializer(p + "b", {l.o}, l.bias);
+    m.node("Add", {mul_out, p + "b"}, {y}, p + "add");
+  }
+}
+
+// ONNX's formula for the layer, naively: DynamicQuantizeLinear in f32, the integer product exact,
+// then f32(acc)·f32(xs·Bs) rounded and the bias added. `slack` gets, per output, the size of the
+// terms an fma may round differently (|product| + |bias|).
+std::vector<float> onnx_dyn_layer(const DynLayer& l, const F& x, std::vector<float>* slack) {
+  float lo = 0, hi = 0;
+  for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+  float range = hi - lo;
+  if (range == 0) range = 1;
+  const float xs = range / 255.f;
+  const int32_t zp = static_cast<int32_t>(std::min(std::max(round_half_even(0.f - lo / xs), 0.f), 255.f));
+  const int64_t rows = static_cast<int64_t>(x.size()) / l.k;
+  std::vector<float> y(static_cast<size_t>(rows * l.o));
+  slack->assign(y.size(), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < l.o; ++o) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < l.k; ++k) {
+        const int32_t q = static_cast<int32_t>(std::min(std::max(round_half_even(x[r * l.k + k] / xs) + static_cast<float>(zp), 0.f), 255.f));
+        acc += static_cast<int64_t>(q - zp) * (l.w[k * l.o + o] - l.zp);
+      }
+      const float m = xs * l.scale[l.scale.size() == 1 ? 0 : o];
+      const float prod = static_cast<float>(acc) * m;
+      const float b = l.bias.empty() ? 0.f : l.bias[o];
+      y[r * l.o + o] = l.bias.empty() ? prod : prod + b;
+      (*slack)[r * l.o + o] = std::fabs(prod) + std::fabs(b);
+    }
+  return y;
+}
+
+int count_op(const Program& p, Opcode op) {
+  int n = 0;
+  for (const Instruction& ins : p.code()) n += ins.op == op;
+  return n;
+}
+
+F random_input(size_t n, uint32_t seed) {
+  F x(n);
+  for (float& v : x) v = static_cast<float>(static_cast<int32_t>(lcg(&seed) >> 16) - 24000) / 8192.f;
+  return x;
+}
+
+// Runs `im` on x and returns output "y" (n values).
+F run_y(Imported& im, const F& x, size_t n) {
+  Result<std::unique_ptr<Executor>> ex = Executor::prepare(im.p);
+  EXPECT_TRUE(ex.is_ok()) << ex.status().message();
+  if (!ex) return {};
+  std::memcpy(im.ctx.at(im.p.find("x")).f32(), x.data(), x.size() * 4);
+  (*ex)->run();
+  const float* y = im.ctx.at(im.p.find("y")).f32();
+  return F(y, y + n);
+}
+
+// x [3,784] → layer 1 (784→256) → Relu → layer 2 (256→10) → y, K past MatMulInteger's f32 bound:
+// each layer one LINEAR_I8, its outputs ONNX's formula's to the epilogue's one rounding (none
+// without a bias).
+TEST(OnnxQuantImport, DynamicQuantizedMlpIsLinearI8) {
+  struct Case {
+    bool per_column, bias, u8;
+  };
+  for (const Case c : {Case{false, false, false}, Case{true, false, false}, Case{false, true, true}, Case{true, true, false}}) {
+    SCOPED_TRACE(::testing::Message() << "per_column " << c.per_column << " bias " << c.bias << " u8 " << c.u8);
+    const DynLayer l1 = dyn_layer(784, 256, c.per_column, c.bias, c.u8, 7);
+    const DynLayer l2 = dyn_layer(256, 10, c.per_column, c.bias, false, 8);
+    B m(13);
+    m.input("x", {3, 784}).output("y");
+    add_dyn_layer(m, l1, "x", "h0", "l1.");
+    m.node("Relu", {"h0"}, {"h"});
+    add_dyn_layer(m, l2, "h", "y", "l2.");
+    auto im = import(m.bytes());
+    ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+    EXPECT_EQ(im->report.imported, im->report.nodes);
+    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_I8), 2);
+    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_WEIGHTS_I8), 2);
+    EXPECT_EQ(count_op(im->p, Opcode::MATMUL), 0);
+    EXPECT_EQ(count_op(im->p, Opcode::QUANTIZE), 0);  // DynamicQuantizeLinear left out too
+    for (const Instruction& ins : im->p.code())
+      if (ins.op == Opcode::LINEAR_I8) {
+        EXPECT_EQ(ins.i(NNASM_IMM(LINEAR_I8, x_scale)), NNASM_CHOICE(LINEAR_I8, x_scale, tensor));
+      }
+
+    const F x = random_input(3 * 784, 11);
+    std::vector<float> slack1, slack2;
+    F h = onnx_dyn_layer(l1, x, &slack1);
+    for (float& v : h) v = std::max(v, 0.f);
+    const F want = onnx_dyn_layer(l2, h, &slack2);
+    const F got = run_y(*im, x, want.size());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t e = 0; e < want.size(); ++e) {
+      if (!c.bias) {
+        EXPECT_EQ(got[e], want[e]) << e;
+      } else {
+        // One rounding of layer 2's sum, and layer 1's passed on through the quantization.
+        EXPECT_NEAR(got[e], want[e], 1e-6f * slack2[e]) << e;
+      }
+    }
+  }
+}
+
+// One layer: x [2,5,40] (rank 3), an i8 weight with a per-column zero point that B less it still
+// fits (converted), and DynamicQuantizeLinear's scale also a graph output: it stays, for that
+// reader, and the chain is still one LINEAR_I8.
+TEST(OnnxQuantImport, DynamicQuantizedLinearRankThreeAndSharedScale) {
+  DynLayer l = dyn_layer(40, 6, true, true, false, 3);
+  for (int32_t& v : l.w) v = v / 2;  // within [−64, 63]: less a zero point of ±5 still an i8
+  const std::vector<int32_t> zp = {5, -5, 0, 3, -2, 1};
+  B m(13);
+  m.input("x", {2, 5, 40}).output("y").output("l.xs");
+  l.zp = 0;
+  add_dyn_layer(m, l, "x", "y", "l.");
+  m.graph().mutable_initializer(1)->clear_dims();
+  m.graph().mutable_initializer(1)->add_dims(6);
+  m.graph().mutable_initializer(1)->clear_int32_data();
+  for (int32_t z : zp) m.graph().mutable_initializer(1)->add_int32_data(z);
+  auto im = import(m.bytes());
+  ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+  EXPECT_EQ(count_op(im->p, Opcode::LINEAR_I8), 1);
+  EXPECT_EQ(count_op(im->p, Opcode::MATMUL), 0);
+  EXPECT_EQ(count_op(im->p, Opcode::QUANTIZE), 2);  // DynamicQuantizeLinear's zero point and values
+
+  const F x = random_input(2 * 5 * 40, 5);
+  DynLayer ref = l;
+  for (size_t e = 0; e < ref.w.size(); ++e) ref.w[e] -= zp[e % 6];
+  std::vector<float> slack;
+  const F want = onnx_dyn_layer(ref, x, &slack);
+  const F got = run_y(*im, x, want.size());
+  for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-6f * slack[e]) << e;
+  float lo = 0, hi = 0;
+  for (float v : x) lo = std::min(lo, v), hi = std::max(hi, v);
+  EXPECT_EQ(im->ctx.at(im->p.find("l.xs")).f32()[0], (hi - lo) / 255.f);
+}
+
+// Chains that must not become LINEAR_I8 are imported node by node as before: small K imports
+// through MATMUL (and equals ONNX's formula), K = 784 is refused by MatMulInteger's f32 bound.
+TEST(OnnxQuantImport, DynamicQuantizedChainsThatDoNotMatch) {
+  enum Kind { B_INPUT, B_ZP_OUT_OF_RANGE, CAST_READ_ELSEWHERE };
+  auto model = [](Kind kind, int64_t k) {
+    DynLayer l = dyn_layer(k, 4, false, false, false, 9);
+    B m(13);
+    m.input("x", {2, k}).output("y");
+    if (kind == CAST_READ_ELSEWHERE) m.output("l.accf");
+    add_dyn_layer(m, l, "x", "y", "l.");
+    if (kind == B_ZP_OUT_OF_RANGE) {
+      // −128 − 5 is no i8: B less its zero point must stay an integer of its own.
+      m.graph().mutable_initializer(0)->set_int32_data(0, -128);
+      m.graph().mutable_initializer(1)->set_int32_data(0, 5);
+      l.w[0] = -128;
+      l.zp = 5;
+    }
+    if (kind == B_INPUT) {
+      m.graph().mutable_initializer(0)->set_name("unused");
+      m.input("l.W", {k, 4}, onnx::TensorProto::INT8);
+    }
+    return std::make_pair(m, l);
+  };
+  for (Kind kind : {B_INPUT, B_ZP_OUT_OF_RANGE, CAST_READ_ELSEWHERE}) {
+    SCOPED_TRACE(kind);
+    auto [m, l] = model(kind, 16);
+    auto im = import(m.bytes());
+    ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_I8), 0);
+    EXPECT_EQ(count_op(im->p, Opcode::MATMUL), 1);
+    if (kind == B_INPUT) continue;  // B is a run-time input here: the values are not checked
+    const F x = random_input(2 * 16, 4);
+    std::vector<float> slack;
+    const F want = onnx_dyn_layer(l, x, &slack);
+    const F got = run_y(*im, x, want.size());
+    for (size_t e = 0; e < want.size(); ++e) EXPECT_EQ(got[e], want[e]) << e;
+  }
+  for (Kind kind : {B_INPUT, B_ZP_OUT_OF_RANGE, CAST_READ_ELSEWHERE}) {
+    SCOPED_TRACE(kind);
+    auto im = import(model(kind, 784).first.bytes());
+    ASSERT_FALSE(im->status.is_ok());
+    EXPECT_NE(problem(*im).find("node 'l.mmi' (op MatMulInteger, opset 13): not supported: the product runs in f32"),
+              std::string::npos)
+        << problem(*im);
   }
 }
 

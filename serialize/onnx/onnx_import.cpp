@@ -1,7 +1,9 @@
 // The ONNX importer's driver (onnx_import.h): decode, check the opset, declare the graph inputs,
 // take in the initializers, map every node in order (folding what is known at import time), then
-// name and mark the graph outputs. Problems are collected, one line each, and reported together.
+// name and mark the graph outputs. Chains of nodes recognised as one instruction (onnx_fuse_quant.cpp)
+// are lowered at their last node. Problems are collected, one line each, and reported together.
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -112,6 +114,7 @@ class Importer {
     reserve_names();
     initializers();
     inputs();
+    readers_ = onnx_readers(m_.graph);
     for (size_t k = 0; k < m_.graph.nodes.size(); ++k) node(k);
     outputs();
     if (!r_.problems.empty())
@@ -212,8 +215,14 @@ class Importer {
   }
 
   void node(size_t index) {
-    const OnnxNode& n = m_.graph.nodes[index];
-    const std::string label = node_label(n, index, l_.opset());
+    // A node a chain stands for (onnx_fuse_quant.cpp) is imported with the chain's last.
+    if (covered_.count(index)) {
+      ++r_.imported;
+      return;
+    }
+    auto fused = fusions_.find(index);
+    const OnnxNode& n = fused != fusions_.end() ? fused->second.node : m_.graph.nodes[index];
+    const std::string label = node_label(m_.graph.nodes[index], index, l_.opset());
     Status s = check_inputs(n);
     if (!s) {
       fail_outputs(n);
@@ -221,8 +230,22 @@ class Importer {
       if (!s.message().empty()) problem(fmt::format("{}: {}", label, s.message()));
       return;
     }
+    if (n.op_type == "DynamicQuantizeLinear" && fused == fusions_.end()) {
+      std::vector<OnnxFusion> found;
+      bool covered = false;
+      match_dynamic_quant_linear(m_.graph, index, readers_, l_, &found, &covered);
+      for (OnnxFusion& f : found) {
+        covered_.insert(f.covered.begin(), f.covered.end());
+        const size_t at = f.at;
+        fusions_.emplace(at, std::move(f));
+      }
+      if (covered) {
+        ++r_.imported;
+        return;
+      }
+    }
     NodeLowering nl(l_, n);
-    s = lower(nl);
+    s = fused != fusions_.end() ? fused->second.map(nl) : lower(nl);
     if (s) s = check_results(nl);
     if (!s) {
       fail_outputs(n);
@@ -340,6 +363,10 @@ class Importer {
   ImportReport& r_;
   OnnxLowering l_;
   std::map<std::string, std::string> output_names_;
+  OnnxReaders readers_;
+  // Chains lowered as one, by the index of their last node, and the other nodes they cover.
+  std::map<size_t, OnnxFusion> fusions_;
+  std::set<size_t> covered_;
 };
 
 }  // namespace

@@ -14,10 +14,15 @@
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_ops_quant.cpp        QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 //                             MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+//   onnx_fuse_quant.cpp       quantize_dynamic's MatMul chains as one LINEAR_I8
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
 #pragma once
+#include <map>
+#include <set>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "serialize/onnx/onnx_host.h"
@@ -136,6 +141,30 @@ Status map_qlinear_conv(NodeLowering& n);
 // x (f32) as `to` (UINT8 or INT8): truncated toward zero as Cast does, then saturated to the
 // type's range in an 8-bit tensor (ONNX leaves out-of-range values to the platform).
 Status cast_to_8bit(NodeLowering& n, TensorId x, OnnxType to, TensorId* y);
+// onnx_fuse_quant.cpp: chains of several nodes lowered as one (the driver skips the others).
+// Who reads each value (node, input position), who writes it, and the graph outputs.
+struct OnnxReaders {
+  std::map<std::string, std::vector<std::pair<size_t, int>>> readers;
+  std::map<std::string, size_t> producer;
+  std::set<std::string> graph_outputs;
+};
+OnnxReaders onnx_readers(const OnnxGraph& g);
+// A chain of nodes lowered at its last node, `at`, by `map` reading `node` (made up: its inputs
+// are the chain's inputs); the nodes in `covered` are left out.
+struct OnnxFusion {
+  size_t at = 0;
+  std::vector<size_t> covered;
+  OnnxNode node;
+  OnnxMapFn map = nullptr;
+};
+// At DynamicQuantizeLinear node `dql` (its input known to the lowering): the MatMulInteger
+// chains of ONNX Runtime's quantize_dynamic reading it, each as one LINEAR_I8, and whether
+// the chains read all of its outputs (then it is left out too).
+void match_dynamic_quant_linear(const OnnxGraph& g, size_t dql, const OnnxReaders& r, OnnxLowering& l,
+                                std::vector<OnnxFusion>* out, bool* dql_covered);
+// B (i8 or u8 [K, O]) less its zero point (one, or one per column; null: 0) as i8 values in
+// `w`; false where an element does not fit.
+bool dynamic_quant_weight(const HostTensor& b, const HostTensor* zp, std::vector<int64_t>* w);
 // onnx_fold.cpp
 Status fold_constant(NodeLowering& n);
 Status fold_shape(NodeLowering& n);       // Shape, Size

@@ -7,7 +7,9 @@
 //   MatMulInteger, ConvInteger         each operand DEQUANTIZEd with scale 1 and its zero point to
 //                                      f32, MATMUL / CONV2D, CAST to i32. Exact only while every
 //                                      partial sum stays within 2^24 (f32's integers): the mapping
-//                                      proves that bound or refuses the node.
+//                                      proves that bound or refuses the node. (ONNX Runtime's
+//                                      dynamic-quantization chains around MatMulInteger become
+//                                      one LINEAR_I8 instead: onnx_fuse_quant.cpp.)
 //   QLinearMatMul, QLinearConv         DEQUANTIZE, MATMUL / CONV2D in f32, QUANTIZE with y's scale
 //                                      and zero point (docs/quantization.md says where that can
 //                                      differ from an integer implementation).
