@@ -236,6 +236,24 @@ TEST(ConvI8, EachKernelVariantEqualsTheReferenceBitwise) {
   }
 }
 
+// Two threads split the pixels into parts; each value is as one thread computes it.
+TEST(ConvI8, PartsSplitThePixels) {
+  std::mt19937 rng(41);
+  const HostTensor x = random_f32(Shape{1, 19, 23, 21}, rng, -1, 2);
+  const HostTensor w = random_i8(Shape{35, 19, 3, 3}, rng);
+  const HostTensor s = random_f32(Shape{35}, rng, 0.001, 0.02);
+  const HostTensor b = random_f32(Shape{35}, rng, -1, 1);
+  const Kern k{3, 1, 1, 1};
+  for (Isa isa : jit_levels()) {
+    SCOPED_TRACE(isa_name(isa));
+    const RunConfig cfg{true, JitConfig{true, isa}, 2};
+    const OpOutput y = run_i8(x, w, s, b, imms_of(k, Activation::RELU, false), cfg);
+    ASSERT_TRUE(y.status) << y.status.message();
+    EXPECT_EQ(y.parts, 2);
+    EXPECT_TRUE(matches(naive_conv2d_i8(x, w, s, b, geom_of(k), false, act_fn(Activation::RELU)), y));
+  }
+}
+
 TEST(ConvI8, ShapeErrorsNameTheOperand) {
   const TensorType x{DType::F32, Shape{1, 5, 6, 6}}, wp{DType::I8, Shape{3, 2, 3, 3, 4}}, cs{DType::I32, Shape{3}},
       s{DType::F32, Shape{3}}, b{DType::F32, Shape{3}};

@@ -42,7 +42,10 @@
 //            of k per pixel, the pairs added once per tile (LINEAR_I8's widening scheme, with the
 //            roles of the operands swapped). The epilogue (− zp·colsum, the conversion, the fma
 //            with sx·s and b, + nanflag, the activation snippet, the store) is fused; zp·colsum
-//            and sx·s are computed per image in C++ with the reference's operations. The integer
+//            and sx·s are computed per image in C++ with the reference's operations. Parallel
+//            parts split the output pixels in whole vectors; each part quantizes the image itself
+//            (in its own scratch) and builds only its columns, so the values do not depend on the
+//            threads. The integer
 //            part is exact and the epilogue the reference's f32 operations in its order, so the
 //            JIT equals the reference bitwise (after the activation too for none, relu,
 //            leakyrelu and clipped_relu, whose snippets are exact).
@@ -206,7 +209,7 @@ OpHooks op_hooks_CONV_WEIGHTS_I8() { return {weights_shape, weights_ref}; }
 
 // JIT hooks: ops/quant/conv_i8_jit.cpp. No gradient hook: autodiff refuses a path through it, by name.
 OpHooks op_hooks_CONV2D_I8() {
-  OpHooks h{conv2d_i8_shape, conv2d_i8_ref, conv2d_i8_scratch, nullptr, conv2d_i8_jit, nullptr};
+  OpHooks h{conv2d_i8_shape, conv2d_i8_ref, conv2d_i8_scratch, nullptr, conv2d_i8_jit, conv2d_i8_parts};
   return h;
 }
 

@@ -22,11 +22,15 @@ size_t conv2d_i8_scratch(const Instruction& ins, const TensorType* in, const Ten
 
 // The kernel for CONV2D_I8 `ins` at input types `in` on `isa` (AVX2 or AVX512), with vpdpbusd
 // when `vnni` (where linear_i8_has_vnni(isa); otherwise a null kernel). A null kernel also where
-// the op has no JIT case (offsets past 1 GiB). Its scratch is conv2d_i8_scratch's. Allocates;
-// thread-safe.
+// the op has no JIT case (offsets past 1 GiB). Part `part` of `n_parts` computes its slice of the
+// output pixels (whole vectors), each value as the whole kernel does. Its scratch is
+// conv2d_i8_scratch's. Allocates; thread-safe.
 Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins, const TensorType* in, Isa isa,
-                                                          bool vnni, KernelCache& cache);
+                                                          bool vnni, KernelCache& cache, int part = 0,
+                                                          int n_parts = 1);
 // The JIT hook: conv2d_i8_kernel with vpdpbusd where the CPU has it.
 Result<std::shared_ptr<const JitKernel>> conv2d_i8_jit(const JitRequest& r, KernelCache& cache);
+// The parts hook: the pixels split for a large convolution.
+int conv2d_i8_parts(const JitRequest& r, int threads);
 
 }  // namespace nnasm

@@ -141,8 +141,9 @@ void quantize_avx512(const float* x, int64_t c, int64_t hw, float div, int32_t z
 #pragma GCC pop_options
 
 // cols[(q·kh + i)·kw + j][p] = qx[q][iy][ix] (dwords: four channels' u8), `fill` (zp in every
-// byte) outside the image; rows `pp` dwords apart.
-void im2col_u8(const ConvGeom& g, const uint32_t* qx, uint32_t fill, int64_t pp, uint32_t* cols) {
+// byte) outside the image; rows `pp` dwords apart; the pixels p0 ≤ p < p1 only.
+void im2col_u8(const ConvGeom& g, const uint32_t* qx, uint32_t fill, int64_t pp, int64_t p0, int64_t p1,
+               uint32_t* cols) {
   for (int64_t cq = 0; cq < quads(g.c); ++cq)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j) {
@@ -150,19 +151,21 @@ void im2col_u8(const ConvGeom& g, const uint32_t* qx, uint32_t fill, int64_t pp,
         const int64_t x0 = j * g.dw - g.pw;  // ix = ox·sw + x0
         const int64_t lo = std::min(g.wo, x0 >= 0 ? 0 : (-x0 + g.sw - 1) / g.sw);
         const int64_t hi = std::max(lo, std::min(g.wo, x0 > g.w - 1 ? 0 : (g.w - 1 - x0) / g.sw + 1));
-        for (int64_t oy = 0; oy < g.ho; ++oy) {
+        for (int64_t oy = p0 / g.wo; oy * g.wo < p1; ++oy) {
           uint32_t* d = row + oy * g.wo;
+          const int64_t a = std::max<int64_t>(0, p0 - oy * g.wo), b = std::min(g.wo, p1 - oy * g.wo);
           const int64_t iy = oy * g.sh - g.ph + i * g.dh;
           if (iy < 0 || iy >= g.h) {
-            std::fill(d, d + g.wo, fill);
+            std::fill(d + a, d + b, fill);
             continue;
           }
           const uint32_t* s = qx + (cq * g.h + iy) * g.w + x0;
-          std::fill(d, d + lo, fill);
-          if (g.sw == 1) std::memcpy(d + lo, s + lo, static_cast<size_t>(hi - lo) * 4);
+          const int64_t l = std::clamp(lo, a, b), r = std::clamp(hi, a, b);
+          std::fill(d + a, d + l, fill);
+          if (g.sw == 1) std::memcpy(d + l, s + l, static_cast<size_t>(r - l) * 4);
           else
-            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = s[ox * g.sw];
-          std::fill(d + hi, d + g.wo, fill);
+            for (int64_t ox = l; ox < r; ++ox) d[ox] = s[ox * g.sw];
+          std::fill(d + r, d + b, fill);
         }
       }
 }
@@ -191,6 +194,7 @@ struct GemmSpec {
   Isa isa = Isa::AVX2;
   bool vnni = false, bias = false;
   int64_t o = 0, kq = 0, p = 0, pp = 0;
+  int64_t p0 = 0, p1 = 0;  // the part's pixels: whole vectors from p0
   Activation act = Activation::NONE;
   float act_alpha = 0;
   int64_t mul_off() const { return ZC + round_up(o * 4, 64); }
@@ -215,16 +219,17 @@ class ConvI8Gen {
       f.load_out(rdx, 0);
       g_.mov(rsi, ptr[Frame::args() + offsetof(KernelArgs, scratch)]);
       g_.mov(rcx, s_.kq * unit());
-      if (s_.p % W) v_.set_tail(static_cast<int>(s_.p % W), Ymm(7));
-      const int64_t blk = vecs(s_) * W, full = s_.p / blk;
-      const int rest = static_cast<int>(s_.p % blk);
-      g_.xor_(r13, r13);
+      const int64_t n = s_.p1 - s_.p0;
+      if (n % W) v_.set_tail(static_cast<int>(n % W), Ymm(7));
+      const int64_t blk = vecs(s_) * W, full = n / blk;
+      const int rest = static_cast<int>(n % blk);
+      g_.mov(r13, s_.p0 * 4);
       if (full) {
         Label loop;
         g_.L(loop);
         row_blocks(static_cast<int>(blk));
         g_.add(r13, static_cast<int32_t>(blk * 4));
-        g_.cmp(r13, static_cast<int32_t>(full * blk * 4));
+        g_.cmp(r13, static_cast<int32_t>((s_.p0 + full * blk) * 4));
         g_.jb(loop, CodeGenerator::T_NEAR);
       }
       if (rest) row_blocks(rest);
@@ -390,6 +395,7 @@ struct Bound {
   ConvGeom g;
   Layout l;
   bool vnni = false, tensor = false, per_out = false;
+  int64_t p0 = 0, p1 = 0;
   ScanFn scan = nullptr;
   QuantizeFn quantize = nullptr;
   KernelFn gemm = nullptr;
@@ -428,7 +434,7 @@ void forward(const KernelArgs* a, const void* data) {
       mul[o] = qp.sx * scale[k.per_out ? o : 0];
     }
     k.quantize(xn, g.c, g.h * g.w, qp.div, qp.zp, qx, l.pointwise ? l.pp : g.h * g.w);
-    if (!l.pointwise) im2col_u8(g, qx, static_cast<uint32_t>(qp.zp) * 0x01010101u, l.pp, cols);
+    if (!l.pointwise) im2col_u8(g, qx, static_cast<uint32_t>(qp.zp) * 0x01010101u, l.pp, k.p0, k.p1, cols);
     call_kernel(k.gemm, {cols, w, b}, y + n * g.o * l.p, s);
   }
 }
@@ -440,7 +446,7 @@ size_t conv2d_i8_scratch(const Instruction& ins, const TensorType* in, const Ten
 }
 
 Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins, const TensorType* in, Isa isa,
-                                                          bool vnni, KernelCache& cache) {
+                                                          bool vnni, KernelCache& cache, int part, int n_parts) {
   if (isa == Isa::REF || (vnni && !linear_i8_has_vnni(isa))) return std::shared_ptr<const JitKernel>();
   auto k = std::make_shared<Bound>();
   k->g = conv2d_i8_geom(ins, in);
@@ -462,13 +468,18 @@ Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins
   s.kq = l.kq;
   s.p = l.p;
   s.pp = l.pp;
+  const int64_t vecs = (l.p + PIX - 1) / PIX;
+  s.p0 = k->p0 = vecs * part / n_parts * PIX;
+  s.p1 = k->p1 = std::min(l.p, vecs * (part + 1) / n_parts * PIX);
+  if (s.p1 <= s.p0) return std::shared_ptr<const JitKernel>();
   s.act = fused_act(ins);
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
   const int W = isa == Isa::AVX512 ? 16 : 8;
   const std::string act = s.act == Activation::NONE ? "" : fmt::format("_{}", activation_name(s.act));
   const std::string name = fmt::format("i8_conv2d{}__{}{}_{}x{}", act, isa_name(isa), vnni ? "_vnni" : "",
                                        ConvI8Gen::rows(s), ConvI8Gen::vecs(s) * W);
-  const std::string gkey = fmt::format("{}|{}x{}x{}|{}|{}", name, s.o, s.kq, s.p, s.act_alpha, s.bias);
+  const std::string gkey =
+      fmt::format("{}|{}x{}x{}|{}|{}|{}-{}", name, s.o, s.kq, s.p, s.act_alpha, s.bias, s.p0, s.p1);
   Result<std::shared_ptr<const JitKernel>> gemm =
       build_kernel_measured(cache, gkey, name, MEASURE_BYTES, [&s](CodeGenerator& gen) { return ConvI8Gen(gen, s).emit(); });
   if (!gemm || !gemm.value()) return gemm;
@@ -481,7 +492,16 @@ Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins
 }
 
 Result<std::shared_ptr<const JitKernel>> conv2d_i8_jit(const JitRequest& r, KernelCache& cache) {
-  return conv2d_i8_kernel(r.ins, r.in, r.isa, linear_i8_has_vnni(r.isa), cache);
+  return conv2d_i8_kernel(r.ins, r.in, r.isa, linear_i8_has_vnni(r.isa), cache, r.part, r.n_parts);
+}
+
+// Parts split the pixels in whole vectors; each quantizes the image again (C·H·W divisions against
+// O·P·K/parts products), so only a large convolution is split, into parts of 4 vectors or more.
+int conv2d_i8_parts(const JitRequest& r, int threads) {
+  const ConvGeom g = conv2d_i8_geom(r.ins, r.in);
+  if (threads <= 1 || g.n * g.o * g.p() * g.k() < (int64_t(1) << 20)) return 1;
+  const int64_t vecs = (g.p() + PIX - 1) / PIX;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, vecs / 4)));
 }
 
 }  // namespace nnasm
