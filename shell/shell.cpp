@@ -292,19 +292,39 @@ Var dropout(At x, float rate) {
   return rec(x, Opcode::DROPOUT, {x.v}, {{"rate", imm_f(rate)}, {"key", imm_i(key)}});
 }
 
+namespace {
+
+// CONV2D's and CONV2D_I8's geometry and activation immediates from opt.
+std::vector<std::pair<std::string, Imm>> conv_imms(const Conv2dOptions& opt) {
+  return {{"stride", imm_ints(opt.stride)},
+          {"pad", imm_ints(opt.pad)},
+          {"dilation", imm_ints(opt.dilation)},
+          {"groups", imm_i(opt.groups)},
+          {"act", imm_i(static_cast<int64_t>(opt.act))},
+          {"act_alpha", imm_f(opt.act_alpha)}};
+}
+
+}  // namespace
+
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {
   Graph* g = graph_of(x);
   if (!g || !g->status()) return Var();
   std::vector<Var> in{x.v, w};
   if (b.valid()) in.push_back(b);
-  return g->record(Opcode::CONV2D, in,
-                   {{"stride", imm_ints(opt.stride)},
-                    {"pad", imm_ints(opt.pad)},
-                    {"dilation", imm_ints(opt.dilation)},
-                    {"groups", imm_i(opt.groups)},
-                    {"act", imm_i(static_cast<int64_t>(opt.act))},
-                    {"act_alpha", imm_f(opt.act_alpha)}},
-                   x.loc);
+  return g->record(Opcode::CONV2D, in, conv_imms(opt), x.loc);
+}
+
+Var conv2d_i8(At x, Var w_i8, Var scale, Var b, const Conv2dOptions& opt, bool tensor_scale) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const std::vector<Var> packed = g->record_outputs(Opcode::CONV_WEIGHTS_I8, {w_i8}, {}, x.loc);
+  if (packed.size() != 2) return Var();
+  std::vector<Var> in{x.v, packed[0], packed[1], scale};
+  if (b.valid()) in.push_back(b);
+  const int64_t mode = tensor_scale ? NNASM_CHOICE(CONV2D_I8, x_scale, tensor) : NNASM_CHOICE(CONV2D_I8, x_scale, image);
+  std::vector<std::pair<std::string, Imm>> imms = conv_imms(opt);
+  imms.emplace_back("x_scale", imm_i(mode));
+  return g->record(Opcode::CONV2D_I8, in, imms, x.loc);
 }
 
 // The stride recorded is the kernel when none is given, so the listing says what runs.
