@@ -1,7 +1,8 @@
-// quantize_program: find the dense layers, run the f32 program once on the calibration batch with
-// each layer's input, bias and output made outputs (a probe copy in the same context, sharing the
-// weights), measure each layer's reduced form alone on that input, then re-record the program
-// into the output context with the layers that passed rewritten by emit_reduced_linear.
+// quantize_program: find the layers with a stored f32 weight, run the f32 program once on the
+// calibration batch with each layer's input, bias and output made outputs (a probe copy in the
+// same context, sharing the weights), measure each layer's reduced form alone on that input,
+// then re-record the program into the output context with the layers that passed rewritten by
+// append_reduced_layer.
 #include "engine/quantize.h"
 
 #include <algorithm>
@@ -83,16 +84,19 @@ Result<TensorId> declare_weight(Program* p, const std::string& name, Role role, 
   return id;
 }
 
-// One layer to rewrite: a LINEAR or a CONV2D `ins` of the source program and its f32 weight,
-// seen as a product of k inputs for each of o outputs.
+// One layer to rewrite: a LINEAR, a MATMUL by a stored matrix or a CONV2D `ins` of the source
+// program and its f32 weight, seen as a product of k inputs for each of o outputs. A MATMUL
+// becomes the dense layer's reduced form with a zero bias.
 struct LayerSite {
   const Instruction* ins;
   std::string weight;  // the f32 weight's name: the new tensors are named after it
   Role role;           // the weight's role, which the new tensors take
-  Shape shape;         // the weight's: LINEAR [k, o], CONV2D [o, C, kh, kw] (k = C·kh·kw)
+  Shape shape;         // the reduced weight's: [k, o] for a product, CONV2D's [o, C, kh, kw] (k = C·kh·kw)
   int64_t k, o;
-  const float* w;      // k·o values, in the source context
+  const float* w;      // k·o values as `shape` lays them out, in the source context or in kxo
+  std::vector<float> kxo;  // a MATMUL by a transposed weight ([o, k] stored): the [k, o] copy
   bool conv() const { return ins->op == Opcode::CONV2D; }
+  bool matmul() const { return ins->op == Opcode::MATMUL; }
   TensorId bias() const { return ins->in.size() > 2 ? ins->in[2] : NO_TENSOR; }
 };
 
@@ -123,11 +127,19 @@ WeightsI8 quantize_weights_i8_output_major(const float* w, int64_t k, int64_t o)
 // instruction. The one place that knows which tensors and instructions each type takes.
 struct ReducedLayer {
   std::vector<TensorId> tensors;  // bf16: @W.bf16; int8: @W.i8, @W.scale, then the derived ones
+  TensorId bias = NO_TENSOR;      // a MATMUL's: @W.bias, zeros
 };
 
 // Declares the new weights of `site` in `p`, named after the f32 weight, with their values.
 Status declare_reduced_weights(QuantType t, const LayerSite& site, Program* p, ReducedLayer* r) {
   const size_t n = static_cast<size_t>(site.k * site.o);
+  if (site.matmul()) {
+    const std::vector<float> zeros(static_cast<size_t>(site.o), 0.0f);
+    Result<TensorId> b = declare_weight(p, site.weight + ".bias", Role::CONST, TensorType{DType::F32, Shape{site.o}},
+                                        zeros.data());
+    if (!b) return b.status();
+    r->bias = b.value();
+  }
   if (t == QuantType::BF16) {
     std::vector<uint16_t> wb(n);
     for (size_t i = 0; i < n; ++i) wb[i] = bf16_from_f32(site.w[i]);
@@ -157,9 +169,7 @@ std::string strip_sigil(const std::string& s) { return !s.empty() && (s[0] == '%
 // (LINEAR_WEIGHTS_I8 / CONV_WEIGHTS_I8 @W.i8 -> %W.packed, %W.colsum).
 Status append_reduced_derive(QuantType t, const LayerSite& site, Program* p, ReducedLayer* r) {
   if (t == QuantType::BF16 && !site.conv()) return Status::ok();
-  const Opcode op = t == QuantType::BF16 ? Opcode::CONV_WEIGHTS_BF16
-                    : site.conv()        ? Opcode::CONV_WEIGHTS_I8
-                                         : Opcode::LINEAR_WEIGHTS_I8;
+  const Opcode op = site.conv() ? Opcode::CONV_WEIGHTS_I8 : Opcode::LINEAR_WEIGHTS_I8;
   Instruction pack = make_instruction(op, {r->tensors[0]}, {});
   const std::vector<const char*> outs = t == QuantType::BF16 ? std::vector<const char*>{".t"}
                                                              : std::vector<const char*>{".packed", ".colsum"};
@@ -183,11 +193,11 @@ Status append_reduced_layer(QuantType t, const LayerSite& site, const ReducedLay
                             TensorId y, Program* p) {
   Instruction ins;
   if (t == QuantType::BF16)
-    ins = make_instruction(site.conv() ? Opcode::CONV2D_BF16 : Opcode::LINEAR_BF16,
-                           {x, r.tensors[site.conv() ? 1 : 0]}, {y});
+    ins = make_instruction(Opcode::LINEAR_BF16, {x, r.tensors[0]}, {y});
   else
     ins = make_instruction(site.conv() ? Opcode::CONV2D_I8 : Opcode::LINEAR_I8,
                            {x, r.tensors[2], r.tensors[3], r.tensors[1]}, {y});
+  if (b == NO_TENSOR) b = r.bias;
   if (b != NO_TENSOR) ins.in.push_back(b);
   copy_imms(*site.ins, &ins);
   ins.loc = site.ins->loc;
@@ -429,7 +439,7 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
   std::unordered_map<TensorId, int> reads;
   for (const Instruction& ins : in.code())
     for (TensorId t : ins.in) ++reads[t];
-  std::vector<LinearSite> sites;
+  std::vector<LayerSite> sites;
   std::vector<size_t> site_layer;                // sites[i]'s entry in rep.layers
   std::unordered_map<const Instruction*, size_t> site_of;
   Context& src = *Context::of(in);
@@ -447,13 +457,18 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
     l.weight = w->name;
     l.shape = w->type.shape;
     l.chosen = "f32";
-    const bool linear = ins.op == Opcode::LINEAR, conv = ins.op == Opcode::CONV2D;
+    const bool conv = ins.op == Opcode::CONV2D, matmul = ins.op == Opcode::MATMUL;
+    const bool linear = ins.op == Opcode::LINEAR || matmul;
     if (!linear && !conv)
       l.reason = fmt::format("{} has no reduced-precision form", l.op);
     else if (ins.in[1] != w->id || ins.section != Section::FORWARD)
       l.reason = fmt::format("its weight is not a stored f32 {}", linear ? "[in,out] matrix" : "[out,in,kh,kw] kernel");
     else if (w->type.shape.rank != (linear ? 2 : 4))
       l.reason = linear ? "its weight is not [in,out]" : "its weight is not [out,in,kh,kw]";
+    else if (conv && o.to == QuantType::BF16)
+      l.reason = "CONV2D has no bf16 form";
+    else if (matmul && (ins.i(NNASM_IMM(MATMUL, transA)) || in.desc(ins.in[0]).type.shape.rank < 2))
+      l.reason = "a MATMUL whose left operand is transposed or a vector";
     else if (conv && ins.i(NNASM_IMM(CONV2D, groups)) != 1)
       l.reason = "a grouped or depthwise convolution (the reduced ones take groups=1)";
     else if (reads[w->id] > 1 || w->is_output)
@@ -462,8 +477,9 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
       site_of[&ins] = sites.size();
       site_layer.push_back(rep.layers.size());
       const Shape& ws = w->type.shape;
-      sites.push_back(linear ? LayerSite{&ins, w->name, w->role, ws, ws[0], ws[1], nullptr}
-                             : LayerSite{&ins, w->name, w->role, ws, ws[1] * ws[2] * ws[3], ws[0], nullptr});
+      const bool trans = matmul && ins.i(NNASM_IMM(MATMUL, transB));
+      const int64_t k = conv ? ws[1] * ws[2] * ws[3] : ws[trans ? 1 : 0], o = ws[conv || trans ? 0 : 1];
+      sites.push_back(LayerSite{&ins, w->name, w->role, conv ? ws : Shape{k, o}, k, o, nullptr, {}});
     }
     rep.layers.push_back(std::move(l));
   }
@@ -495,6 +511,12 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
     LayerSite& site = sites[i];
     QuantizedLayer& l = rep.layers[site_layer[i]];
     site.w = src.at(site.ins->in[1]).f32();
+    if (site.matmul() && site.ins->i(NNASM_IMM(MATMUL, transB))) {
+      site.kxo.resize(static_cast<size_t>(site.k * site.o));
+      for (int64_t r = 0; r < site.o; ++r)
+        for (int64_t c = 0; c < site.k; ++c) site.kxo[c * site.o + r] = site.w[r * site.k + c];
+      site.w = site.kxo.data();
+    }
     if (!l.reason.empty()) continue;
     Result<double> e = layer_error(o.to, site, captured[i]);
     if (!e) return e.status().with_prefix(fmt::format("{} %{}: ", l.op, l.output));
