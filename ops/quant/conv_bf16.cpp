@@ -30,8 +30,12 @@
 //            im2col of the tile into the scratch as rows [T, C·kh·kw] (one output pixel's patch
 //            a row, the layout LINEAR_BF16's x has), then LINEAR_BF16's kernel for [T, K]·[K, O]
 //            with the bias (zeros without one) and the activation fused into its epilogue,
-//            writing [T, O], then that transposed into y's [O, Ho·Wo] columns of the tile. T keeps
-//            the tile's rows near 128 KB (a multiple of 8 rows: the dpbf16 kernel's row block).
+//            writing [T, O], then that transposed into y's [O, Ho·Wo] columns of the tile (16
+//            channels at a time). T keeps the tile's rows near 128 KB, in L2 (a multiple of 8
+//            rows: the dpbf16 kernel's row block). im2col finds the taps inside the image once
+//            a pixel and copies channel by channel, fixed-size copies for kernel widths 1, 3, 5
+//            and 7 at dilation 1 (where the map's interior is most of the work). Where the time
+//            goes, against f32 CONV2D: docs/benchmarks.md "Reduced precision".
 //            Parallel parts: ranges of (image, tile) units, each tile computed as on one thread
 //            (the same bits at any thread count). Names `bf16_conv2d__avx512_dpbf16_8x32`.
 // Notes      NaN and ±inf propagate as in f32 arithmetic; denormals as LINEAR_BF16's.
@@ -186,17 +190,34 @@ size_t conv2d_bf16_scratch(const Instruction& ins, const TensorType* in, const T
   return tile_scratch(ins, g).bytes;
 }
 
+// One channel's taps of a pixel: rows [i0, i1) of the kernel, taps [j0, j1) of each, from src
+// (tap (i0, j0)) into dst (the patch row at tap (i0, 0)). KW > 0: the kernel's width, a
+// compile-time constant, with every tap of a row inside the image at dilation 1 (the interior of
+// the map: a fixed-size copy the compiler inlines, where a memcpy call costs more than its
+// 3 floats); 0: any.
+template <int KW>
+inline void copy_taps(const ConvGeom& g, const float* src, float* dst, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  for (int64_t i = i0; i < i1; ++i, src += g.dh * g.w, dst += g.kw) {
+    if constexpr (KW > 0) {
+      for (int j = 0; j < KW; ++j) dst[j] = src[j];
+    } else {
+      for (int64_t j = j0; j < j1; ++j) dst[j] = src[(j - j0) * g.dw];
+    }
+  }
+}
+
 // Rows p0 … p0 + rows − 1 of image x's patch matrix: row t is output pixel p0 + t's patch, in
 // wt's (c, i, j) order, zeros where it reads the padding. Each row is written in order; the taps
 // inside the image ([i0, i1) × [j0, j1), the same for every channel) are found once a pixel, so
-// that the channel loop only copies (an interior row of taps at dilation 1: one memcpy).
-void im2col_rows(const ConvGeom& g, const float* x, int64_t p0, int64_t rows, float* cols) {
-  const int64_t k = g.k(), hw = g.h * g.w;
-  auto first_inside = [](int64_t at, int64_t d, int64_t taps) {  // the first tap with at + j·d ≥ 0
-    return at >= 0 ? 0 : std::min(taps, (-at + d - 1) / d);
+// that the channel loop only copies.
+template <int KW>
+void im2col_rows_kw(const ConvGeom& g, const float* x, int64_t p0, int64_t rows, float* cols) {
+  const int64_t k = g.k(), hw = g.h * g.w, taps = g.kh * g.kw;
+  auto first_inside = [](int64_t at, int64_t d, int64_t n) {  // the first tap with at + j·d ≥ 0
+    return at >= 0 ? 0 : std::min(n, (-at + d - 1) / d);
   };
-  auto end_inside = [](int64_t at, int64_t d, int64_t taps, int64_t size) {  // past the last with at + j·d < size
-    return at >= size ? 0 : std::min(taps, (size - at + d - 1) / d);
+  auto end_inside = [](int64_t at, int64_t d, int64_t n, int64_t size) {  // past the last with at + j·d < size
+    return at >= size ? 0 : std::min(n, (size - at + d - 1) / d);
   };
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t p = p0 + t, oy = p / g.wo, ox = p % g.wo;
@@ -204,16 +225,27 @@ void im2col_rows(const ConvGeom& g, const float* x, int64_t p0, int64_t rows, fl
     const int64_t i0 = first_inside(y0, g.dh, g.kh), i1 = std::max(i0, end_inside(y0, g.dh, g.kh, g.h));
     const int64_t j0 = first_inside(x0, g.dw, g.kw), j1 = std::max(j0, end_inside(x0, g.dw, g.kw, g.w));
     float* row = cols + t * k;
-    if (i1 - i0 < g.kh || j1 - j0 < g.kw) std::fill(row, row + k, 0.f);
-    const int64_t first = x0 + j0 * g.dw;  // tap (i, j0)'s column, inside the image
-    for (int64_t c = 0; c < g.c; ++c, row += g.kh * g.kw)
-      for (int64_t i = i0; i < i1; ++i) {
-        const float* src = x + c * hw + (y0 + i * g.dh) * g.w + first;
-        float* dst = row + i * g.kw + j0;
-        if (g.dw == 1) std::memcpy(dst, src, static_cast<size_t>(j1 - j0) * sizeof(float));
-        else
-          for (int64_t j = 0; j < j1 - j0; ++j) dst[j] = src[j * g.dw];
-      }
+    const bool whole_rows = j0 == 0 && j1 == g.kw;
+    if (i1 - i0 < g.kh || !whole_rows) std::fill(row, row + k, 0.f);
+    if (i1 == i0 || j1 == j0) continue;
+    const float* src = x + (y0 + i0 * g.dh) * g.w + x0 + j0 * g.dw;  // channel 0's tap (i0, j0)
+    float* dst = row + i0 * g.kw;
+    if (KW > 0 && whole_rows)
+      for (int64_t c = 0; c < g.c; ++c) copy_taps<KW>(g, src + c * hw, dst + c * taps, i0, i1, j0, j1);
+    else
+      for (int64_t c = 0; c < g.c; ++c) copy_taps<0>(g, src + c * hw, dst + c * taps, i0, i1, j0, j1);
+  }
+}
+
+// The kernel widths a ResNet or MobileNet uses, at dilation 1, get the fixed-size copy.
+void im2col_rows(const ConvGeom& g, const float* x, int64_t p0, int64_t rows, float* cols) {
+  const int kw = g.dw == 1 ? static_cast<int>(g.kw) : 0;
+  switch (kw) {
+    case 1: return im2col_rows_kw<1>(g, x, p0, rows, cols);
+    case 3: return im2col_rows_kw<3>(g, x, p0, rows, cols);
+    case 5: return im2col_rows_kw<5>(g, x, p0, rows, cols);
+    case 7: return im2col_rows_kw<7>(g, x, p0, rows, cols);
+    default: return im2col_rows_kw<0>(g, x, p0, rows, cols);
   }
 }
 
@@ -226,6 +258,20 @@ struct ConvBf16Kernel {
   std::vector<float> zero_bias;             // O zeros where there is no bias
   std::vector<std::shared_ptr<const JitKernel>> keep;
 };
+
+// The tile's product [rows, O] into y's columns yn[o·Ho·Wo + t]: 16 channels at a time, so that
+// each row of the product is read a cache line at a time (channel by channel, a 512-channel
+// product read with a 2 KB stride took a third of a 1×1 layer's time) while 16 rows of y are
+// written in order.
+void transpose_out(const ConvGeom& g, const float* prod, int64_t rows, float* yn) {
+  constexpr int64_t B = 16;
+  const int64_t p = g.p();
+  for (int64_t o0 = 0; o0 < g.o; o0 += B) {
+    const int64_t o1 = std::min(g.o, o0 + B);
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t o = o0; o < o1; ++o) yn[o * p + t] = prod[t * g.o + o];
+  }
+}
 
 void conv2d_bf16_forward(const KernelArgs* a, const void* data) {
   const ConvBf16Kernel& k = *static_cast<const ConvBf16Kernel*>(data);
@@ -243,9 +289,7 @@ void conv2d_bf16_forward(const KernelArgs* a, const void* data) {
     const int64_t n = u / k.tiles, p0 = u % k.tiles * k.tile, rows = std::min(k.tile, p - p0);
     im2col_rows(g, x + n * image, p0, rows, cols);
     call_kernel(rows == k.tile ? k.full : k.last, {cols, w, b}, prod, lin);
-    float* yn = y + n * g.o * p + p0;
-    for (int64_t o = 0; o < g.o; ++o)
-      for (int64_t t = 0; t < rows; ++t) yn[o * p + t] = prod[t * g.o + o];
+    transpose_out(g, prod, rows, y + n * g.o * p + p0);
   }
 }
 
