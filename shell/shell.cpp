@@ -293,30 +293,35 @@ Var dropout(At x, float rate) {
 }
 
 namespace {
-// CONV2D or CONV2D_BF16 of x, w and b (invalid: none) with opt's geometry and activation.
-Var record_conv(const At& x, Opcode op, Var w, Var b, const Conv2dOptions& opt) {
+
+// CONV2D's and CONV2D_I8's geometry and activation immediates from opt.
+std::vector<std::pair<std::string, Imm>> conv_imms(const Conv2dOptions& opt) {
+  return {{"stride", imm_ints(opt.stride)},
+          {"pad", imm_ints(opt.pad)},
+          {"dilation", imm_ints(opt.dilation)},
+          {"groups", imm_i(opt.groups)},
+          {"act", imm_i(static_cast<int64_t>(opt.act))},
+          {"act_alpha", imm_f(opt.act_alpha)}};
+}
+
+}  // namespace
+
+Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {
   Graph* g = graph_of(x);
   if (!g || !g->status()) return Var();
   std::vector<Var> in{x.v, w};
   if (b.valid()) in.push_back(b);
-  return g->record(op, in,
-                   {{"stride", imm_ints(opt.stride)},
-                    {"pad", imm_ints(opt.pad)},
-                    {"dilation", imm_ints(opt.dilation)},
-                    {"groups", imm_i(opt.groups)},
-                    {"act", imm_i(static_cast<int64_t>(opt.act))},
-                    {"act_alpha", imm_f(opt.act_alpha)}},
-                   x.loc);
+  return g->record(Opcode::CONV2D, in, conv_imms(opt), x.loc);
 }
-}  // namespace
 
-Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) { return record_conv(x, Opcode::CONV2D, w, b, opt); }
-
+// The transpose recorded first: on a param or constant the derive pass hoists it out of the runs.
 Var conv2d_bf16(At x, Var w_bf16, Var b, const Conv2dOptions& opt) {
   Graph* g = graph_of(x);
   if (!g || !g->status()) return Var();
   const Var wt = g->record(Opcode::CONV_WEIGHTS_BF16, {w_bf16}, {}, x.loc);
-  return record_conv(x, Opcode::CONV2D_BF16, wt, b, opt);
+  std::vector<Var> in{x.v, wt};
+  if (b.valid()) in.push_back(b);
+  return g->record(Opcode::CONV2D_BF16, in, conv_imms(opt), x.loc);
 }
 
 // The stride recorded is the kernel when none is given, so the listing says what runs.
