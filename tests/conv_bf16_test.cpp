@@ -118,10 +118,12 @@ TEST(ConvBf16, MatchesNaiveLoopAtEveryLevelAndWithJitOff) {
 // On 2 and 3 threads the (image, pixel tile) units split into parts, each tile computed as on
 // one thread: every output bit is the one-thread run's.
 TEST(ConvBf16, ThreadsGiveTheBitsOfOneThread) {
-  // 437 pixels of 153 taps: 3 tiles; 3 images of one tile each; 784 pixels of 64: 2 tiles.
+  // 437 pixels of 153 taps: 4 tiles; 3 images of 4 tiles; 784 pixels of 64: 4 tiles; a 7×7
+  // output (1×1 stride 2 on 14×14, batch 1): 4 tiles of 16, 16, 16 and 1 pixels.
   const Case cases[] = {{1, 17, 23, 19, 33, 3, 3, {1, 1, 1, 1, 1, 1}, true},
                         {3, 16, 13, 13, 40, 5, 5, {2, 2, 2, 2, 1, 1}, false},
-                        {1, 64, 28, 28, 40, 1, 1, {}, true}};
+                        {1, 64, 28, 28, 40, 1, 1, {}, true},
+                        {1, 128, 14, 14, 256, 1, 1, {2, 2, 0, 0, 1, 1}, true}};
   std::mt19937 rng(59);
   for (const Level& lv : levels())
     for (const Case& t : cases) {

@@ -32,10 +32,11 @@
 //            with the bias (zeros without one) and the activation fused into its epilogue,
 //            writing [T, O], then that transposed into y's [O, Ho·Wo] columns of the tile (16
 //            channels at a time). T keeps the tile's rows near 128 KB, in L2 (a multiple of 8
-//            rows: the dpbf16 kernel's row block). im2col finds the taps inside the image once
-//            a pixel and copies channel by channel, fixed-size copies for kernel widths 1, 3, 5
-//            and 7 at dilation 1 (where the map's interior is most of the work). Where the time
-//            goes, against f32 CONV2D: docs/benchmarks.md "Reduced precision".
+//            rows: the dpbf16 kernel's row block; 4 tiles an image or more where it has 32 rows,
+//            for the parts). im2col finds the taps inside the image once a pixel and copies
+//            channel by channel, fixed-size copies for kernel widths 1, 3, 5 and 7 at dilation 1
+//            (where the map's interior is most of the work). Where the time goes, against f32
+//            CONV2D: docs/benchmarks.md "Reduced precision".
 //            Parallel parts: ranges of (image, tile) units, each tile computed as on one thread
 //            (the same bits at any thread count). Names `bf16_conv2d__avx512_dpbf16_8x32`.
 // Notes      NaN and ±inf propagate as in f32 arithmetic; denormals as LINEAR_BF16's.
@@ -151,10 +152,16 @@ void conv2d_bf16_ref(const KernelArgs* a) {
 constexpr int64_t TILE_BYTES = 128 * 1024;    // a tile's im2col rows
 constexpr int64_t PART_FLOPS = int64_t(1) << 20;  // per part, below which a split does not pay (CONV2D's)
 
-// Output pixels a tile: a multiple of 8 (the dpbf16 kernel's row block), at most the image's.
+constexpr int64_t MIN_TILES = 4;  // an image's tiles where it has 8 rows for each: parts for one image
+
+// Output pixels a tile: a multiple of 8 (the dpbf16 kernel's row block), at most the image's,
+// and small enough that a small map (a 7×7 output: 49 rows) still makes MIN_TILES units for the
+// parallel parts. The kernel streams W once per 8-row block whatever the tiles, and each output
+// row's sums do not depend on the rows beside it, so the tiles change neither the cost nor a bit.
 int64_t tile_rows(const ConvGeom& g) {
-  const int64_t t = std::max<int64_t>(8, TILE_BYTES / (4 * g.k()) / 8 * 8);
-  return std::min(t, g.p());
+  const int64_t by_bytes = std::max<int64_t>(8, TILE_BYTES / (4 * g.k()) / 8 * 8);
+  const int64_t by_count = std::max<int64_t>(8, ((g.p() + MIN_TILES - 1) / MIN_TILES + 7) / 8 * 8);
+  return std::min({by_bytes, by_count, g.p()});
 }
 int64_t tiles_per_image(const ConvGeom& g) { return (g.p() + tile_rows(g) - 1) / tile_rows(g); }
 int64_t round16(int64_t floats) { return (floats + 15) / 16 * 16; }
