@@ -1,7 +1,8 @@
-// quantize_program: find the dense layers, run the f32 program once on the calibration batch with
-// each layer's input, bias and output made outputs (a probe copy in the same context, sharing the
-// weights), measure each layer's reduced form alone on that input, then re-record the program
-// into the output context with the layers that passed rewritten by emit_reduced_linear.
+// quantize_program: find the layers with a stored f32 weight, run the f32 program once on the
+// calibration batch with each layer's input, bias and output made outputs (a probe copy in the
+// same context, sharing the weights), measure each layer's reduced form alone on that input,
+// then re-record the program into the output context with the layers that passed rewritten by
+// append_reduced_layer.
 #include "engine/quantize.h"
 
 #include <algorithm>
@@ -83,36 +84,74 @@ Result<TensorId> declare_weight(Program* p, const std::string& name, Role role, 
   return id;
 }
 
-// One dense layer to rewrite: the LINEAR `lin` of the source program and its f32 weight.
-struct LinearSite {
-  const Instruction* lin;
+// One layer to rewrite: a LINEAR, a MATMUL by a stored matrix or a CONV2D `ins` of the source
+// program and its f32 weight, seen as a product of k inputs for each of o outputs. A MATMUL
+// becomes the dense layer's reduced form with a zero bias.
+struct LayerSite {
+  const Instruction* ins;
   std::string weight;  // the f32 weight's name: the new tensors are named after it
   Role role;           // the weight's role, which the new tensors take
+  Shape shape;         // the reduced weight's: [k, o] for a product, CONV2D's [o, C, kh, kw] (k = C·kh·kw)
   int64_t k, o;
-  const float* w;      // k·o values, in the source context
+  const float* w;      // k·o values as `shape` lays them out, in the source context or in kxo
+  std::vector<float> kxo;  // a MATMUL by a transposed weight ([o, k] stored): the [k, o] copy
+  bool conv() const { return ins->op == Opcode::CONV2D; }
+  bool matmul() const { return ins->op == Opcode::MATMUL; }
+  TensorId bias() const { return ins->in.size() > 2 ? ins->in[2] : NO_TENSOR; }
 };
+
+// Each immediate of `from` that `to`'s op also has, by key (a conv's geometry, the activation).
+void copy_imms(const Instruction& from, Instruction* to) {
+  const std::vector<ImmSpec>& keys = to->info().imms;
+  const std::vector<ImmSpec>& have = from.info().imms;
+  for (size_t i = 0; i < have.size() && i < from.imm.size(); ++i)
+    for (size_t j = 0; j < keys.size(); ++j)
+      if (keys[j].key == have[i].key) to->imm[j] = from.imm[i];
+}
+
+// The int8 form of a conv weight [o, k] (output-major): quantize_weights_i8's per-output scales.
+WeightsI8 quantize_weights_i8_output_major(const float* w, int64_t k, int64_t o) {
+  std::vector<float> t(static_cast<size_t>(k * o));
+  for (int64_t r = 0; r < o; ++r)
+    for (int64_t c = 0; c < k; ++c) t[c * o + r] = w[r * k + c];
+  WeightsI8 q = quantize_weights_i8(t.data(), k, o);
+  std::vector<int8_t> back(q.w.size());
+  for (int64_t r = 0; r < o; ++r)
+    for (int64_t c = 0; c < k; ++c) back[r * k + c] = q.w[c * o + r];
+  q.w = std::move(back);
+  return q;
+}
 
 // The reduced form of one layer, in the three steps a rewrite places apart: its weights declared
 // where the f32 weight was, what the derive section computes from them, and the forward
 // instruction. The one place that knows which tensors and instructions each type takes.
 struct ReducedLayer {
   std::vector<TensorId> tensors;  // bf16: @W.bf16; int8: @W.i8, @W.scale, then the derived ones
+  TensorId bias = NO_TENSOR;      // a MATMUL's: @W.bias, zeros
 };
 
 // Declares the new weights of `site` in `p`, named after the f32 weight, with their values.
-Status declare_reduced_weights(QuantType t, const LinearSite& site, Program* p, ReducedLayer* r) {
+Status declare_reduced_weights(QuantType t, const LayerSite& site, Program* p, ReducedLayer* r) {
   const size_t n = static_cast<size_t>(site.k * site.o);
+  if (site.matmul()) {
+    const std::vector<float> zeros(static_cast<size_t>(site.o), 0.0f);
+    Result<TensorId> b = declare_weight(p, site.weight + ".bias", Role::CONST, TensorType{DType::F32, Shape{site.o}},
+                                        zeros.data());
+    if (!b) return b.status();
+    r->bias = b.value();
+  }
   if (t == QuantType::BF16) {
     std::vector<uint16_t> wb(n);
     for (size_t i = 0; i < n; ++i) wb[i] = bf16_from_f32(site.w[i]);
     Result<TensorId> w = declare_weight(p, site.weight + ".bf16", site.role,
-                                        TensorType{DType::BF16, Shape{site.k, site.o}}, wb.data());
+                                        TensorType{DType::BF16, site.shape}, wb.data());
     if (!w) return w.status();
     r->tensors = {w.value()};
     return Status::ok();
   }
-  const WeightsI8 q = quantize_weights_i8(site.w, site.k, site.o);
-  Result<TensorId> w = declare_weight(p, site.weight + ".i8", site.role, TensorType{DType::I8, Shape{site.k, site.o}},
+  const WeightsI8 q = site.conv() ? quantize_weights_i8_output_major(site.w, site.k, site.o)
+                                   : quantize_weights_i8(site.w, site.k, site.o);
+  Result<TensorId> w = declare_weight(p, site.weight + ".i8", site.role, TensorType{DType::I8, site.shape},
                                       q.w.data());
   if (!w) return w.status();
   Result<TensorId> s = declare_weight(p, site.weight + ".scale", site.role, TensorType{DType::F32, Shape{site.o}},
@@ -124,12 +163,17 @@ Status declare_reduced_weights(QuantType t, const LinearSite& site, Program* p, 
 
 std::string strip_sigil(const std::string& s) { return !s.empty() && (s[0] == '%' || s[0] == '@') ? s.substr(1) : s; }
 
-// The derive-section instructions of `site`'s reduced form (none for bf16). For int8:
-// LINEAR_WEIGHTS_I8 @W.i8 -> (%W.packed, %W.colsum), the layout LINEAR_I8 reads, computed once.
-Status append_reduced_derive(QuantType t, const LinearSite& site, Program* p, ReducedLayer* r) {
-  if (t == QuantType::BF16) return Status::ok();
-  Instruction pack = make_instruction(Opcode::LINEAR_WEIGHTS_I8, {r->tensors[0]}, {});
-  for (const char* what : {".packed", ".colsum"}) {
+// The derive-section instructions of `site`'s reduced form, the layouts its product reads,
+// computed once: LINEAR_BF16 reads @W.bf16 as it is; CONV2D_BF16 its transpose
+// (CONV_WEIGHTS_BF16 -> %W.t); int8 the packed weight and its column sums
+// (LINEAR_WEIGHTS_I8 / CONV_WEIGHTS_I8 @W.i8 -> %W.packed, %W.colsum).
+Status append_reduced_derive(QuantType t, const LayerSite& site, Program* p, ReducedLayer* r) {
+  if (t == QuantType::BF16 && !site.conv()) return Status::ok();
+  const Opcode op = site.conv() ? Opcode::CONV_WEIGHTS_I8 : Opcode::LINEAR_WEIGHTS_I8;
+  Instruction pack = make_instruction(op, {r->tensors[0]}, {});
+  const std::vector<const char*> outs = t == QuantType::BF16 ? std::vector<const char*>{".t"}
+                                                             : std::vector<const char*>{".packed", ".colsum"};
+  for (const char* what : outs) {
     TensorDesc d;
     d.name = strip_sigil(site.weight) + what;
     Result<TensorId> id = p->declare(std::move(d), false);
@@ -141,23 +185,22 @@ Status append_reduced_derive(QuantType t, const LinearSite& site, Program* p, Re
   return p->append(std::move(pack));
 }
 
-// The forward instruction of `site`'s reduced form reading `x` and `b` and writing `y` (declared
-// in `p`, not defined yet), with LINEAR's activation: LINEAR_BF16 x, @W.bf16, b, or
-// LINEAR_I8 x, %W.packed, %W.colsum, @W.scale, b (x quantized per row).
-Status append_reduced_linear(QuantType t, const LinearSite& site, const ReducedLayer& r, TensorId x, TensorId b,
-                             TensorId y, Program* p) {
-  if (t == QuantType::BF16) {
-    Instruction ins = *site.lin;
-    ins.op = Opcode::LINEAR_BF16;
-    ins.in = {x, r.tensors[0], b};
-    ins.out = {y};
-    ins.note.clear();
-    return p->append(std::move(ins));
-  }
-  Instruction ins = make_instruction(Opcode::LINEAR_I8, {x, r.tensors[2], r.tensors[3], r.tensors[1], b}, {y});
-  ins.loc = site.lin->loc;
-  ins.imm[NNASM_IMM(LINEAR_I8, act)] = site.lin->imm[NNASM_IMM(LINEAR, act)];
-  ins.imm[NNASM_IMM(LINEAR_I8, act_alpha)] = site.lin->imm[NNASM_IMM(LINEAR, act_alpha)];
+// The instruction of `site`'s reduced form reading `x` and `b` (NO_TENSOR: a conv without bias)
+// and writing `y` (declared in `p`, not defined yet), with the layer's immediates: LINEAR_BF16
+// x, @W.bf16, b; CONV2D_BF16 x, %W.t[, b]; LINEAR_I8 / CONV2D_I8 x, %W.packed, %W.colsum,
+// @W.scale[, b] (x quantized per row, or per image).
+Status append_reduced_layer(QuantType t, const LayerSite& site, const ReducedLayer& r, TensorId x, TensorId b,
+                            TensorId y, Program* p) {
+  Instruction ins;
+  if (t == QuantType::BF16)
+    ins = make_instruction(Opcode::LINEAR_BF16, {x, r.tensors[0]}, {y});
+  else
+    ins = make_instruction(site.conv() ? Opcode::CONV2D_I8 : Opcode::LINEAR_I8,
+                           {x, r.tensors[2], r.tensors[3], r.tensors[1]}, {y});
+  if (b == NO_TENSOR) b = r.bias;
+  if (b != NO_TENSOR) ins.in.push_back(b);
+  copy_imms(*site.ins, &ins);
+  ins.loc = site.ins->loc;
   return p->append(std::move(ins));
 }
 
@@ -238,22 +281,23 @@ Status calibration_batch(const Program& in, const QuantizeOptions& o, std::vecto
 
 // The f32 values of a probe tensor, copied out of the run.
 struct Captured {
-  std::vector<float> x, b, y;  // x: rows·k, b: o, y: rows·o
-  int64_t rows = 0;
+  std::vector<float> x, b, y;  // x, the bias (empty where there is none) and y, as run
+  Shape x_shape;
 };
 
 // Runs `in` on `batch` through a copy that makes every site's x, b and y outputs, and returns
 // their values by site. The copy's own tensors leave `in`'s context before returning.
 Status run_probe(const Program& in, const std::vector<CalibrationInput>& batch, int64_t rows,
-                 const std::vector<LinearSite>& sites, std::vector<Captured>* captured) {
+                 const std::vector<LayerSite>& sites, std::vector<Captured>* captured) {
   Context& ctx = *Context::of(in);
   std::vector<TensorId> own;  // the probe's tensors of its own, removed from ctx at the end
   Status s = [&]() -> Status {
     Program probe(ctx);
     std::unordered_map<TensorId, TensorId> to_probe;
     std::unordered_set<TensorId> watched;
-    for (const LinearSite& site : sites)
-      for (TensorId t : {site.lin->in[0], site.lin->in[2], site.lin->out[0]}) watched.insert(t);
+    for (const LayerSite& site : sites)
+      for (TensorId t : {site.ins->in[0], site.bias(), site.ins->out[0]})
+        if (t != NO_TENSOR) watched.insert(t);
     for (TensorId id : in.tensors()) {
       TensorDesc d = in.desc(id);
       if (d.sigil() == '@') {
@@ -293,12 +337,12 @@ Status run_probe(const Program& in, const std::vector<CalibrationInput>& batch, 
       const float* p = static_cast<const float*>(e.data(id));
       out->assign(p, p + e.program().desc(id).type.shape.numel());
     };
-    for (const LinearSite& site : sites) {
+    for (const LayerSite& site : sites) {
       Captured c;
-      values(site.lin->in[0], &c.x);
-      values(site.lin->in[2], &c.b);
-      values(site.lin->out[0], &c.y);
-      c.rows = static_cast<int64_t>(c.x.size()) / site.k;
+      values(site.ins->in[0], &c.x);
+      if (site.bias() != NO_TENSOR) values(site.bias(), &c.b);
+      values(site.ins->out[0], &c.y);
+      c.x_shape = e.program().desc(e.program().find(in.desc(site.ins->in[0]).name)).type.shape;
       captured->push_back(std::move(c));
     }
     return Status::ok();
@@ -310,17 +354,21 @@ Status run_probe(const Program& in, const std::vector<CalibrationInput>& batch, 
 
 // ||y_q − y||₂ / ||y||₂ of `site` in form `t` on the captured batch: the layer alone, in a
 // context of its own, through the same steps the rewrite takes.
-Result<double> layer_error(QuantType t, const LinearSite& site, const Captured& c) {
+Result<double> layer_error(QuantType t, const LayerSite& site, const Captured& c) {
   Context ctx;
   Program p(ctx);
   TensorDesc xd;
   xd.name = "x";
-  xd.type = TensorType{DType::F32, Shape{c.rows, site.k}};
+  xd.type = TensorType{DType::F32, c.x_shape};
   xd.role = Role::INPUT;
   Result<TensorId> x = p.declare(std::move(xd));
   if (!x) return x.status();
-  Result<TensorId> b = declare_weight(&p, "b", Role::CONST, TensorType{DType::F32, Shape{site.o}}, c.b.data());
-  if (!b) return b.status();
+  TensorId b = NO_TENSOR;
+  if (!c.b.empty()) {
+    Result<TensorId> bid = declare_weight(&p, "b", Role::CONST, TensorType{DType::F32, Shape{site.o}}, c.b.data());
+    if (!bid) return bid.status();
+    b = bid.value();
+  }
   TensorDesc yd;
   yd.name = "y";
   yd.is_output = true;
@@ -329,7 +377,7 @@ Result<double> layer_error(QuantType t, const LinearSite& site, const Captured& 
   ReducedLayer r;
   NNASM_TRY(declare_reduced_weights(t, site, &p, &r));
   NNASM_TRY(append_reduced_derive(t, site, &p, &r));
-  NNASM_TRY(append_reduced_linear(t, site, r, x.value(), b.value(), y.value(), &p));
+  NNASM_TRY(append_reduced_layer(t, site, r, x.value(), b, y.value(), &p));
   NNASM_TRY(p.finish());
   auto ex = Executor::prepare(p);
   if (!ex) return ex.status();
@@ -391,7 +439,7 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
   std::unordered_map<TensorId, int> reads;
   for (const Instruction& ins : in.code())
     for (TensorId t : ins.in) ++reads[t];
-  std::vector<LinearSite> sites;
+  std::vector<LayerSite> sites;
   std::vector<size_t> site_layer;                // sites[i]'s entry in rep.layers
   std::unordered_map<const Instruction*, size_t> site_of;
   Context& src = *Context::of(in);
@@ -409,17 +457,29 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
     l.weight = w->name;
     l.shape = w->type.shape;
     l.chosen = "f32";
-    if (ins.op != Opcode::LINEAR || ins.in[1] != w->id || ins.section != Section::FORWARD)
-      l.reason = ins.op == Opcode::LINEAR ? "its weight is not a stored f32 [in,out] matrix"
-                                          : fmt::format("{} has no reduced-precision form", l.op);
-    else if (w->type.shape.rank != 2)
-      l.reason = "its weight is not [in,out]";
+    const bool conv = ins.op == Opcode::CONV2D, matmul = ins.op == Opcode::MATMUL;
+    const bool linear = ins.op == Opcode::LINEAR || matmul;
+    if (!linear && !conv)
+      l.reason = fmt::format("{} has no reduced-precision form", l.op);
+    else if (ins.in[1] != w->id || ins.section != Section::FORWARD)
+      l.reason = fmt::format("its weight is not a stored f32 {}", linear ? "[in,out] matrix" : "[out,in,kh,kw] kernel");
+    else if (w->type.shape.rank != (linear ? 2 : 4))
+      l.reason = linear ? "its weight is not [in,out]" : "its weight is not [out,in,kh,kw]";
+    else if (conv && o.to == QuantType::BF16)
+      l.reason = "CONV2D has no bf16 form";
+    else if (matmul && (ins.i(NNASM_IMM(MATMUL, transA)) || in.desc(ins.in[0]).type.shape.rank < 2))
+      l.reason = "a MATMUL whose left operand is transposed or a vector";
+    else if (conv && ins.i(NNASM_IMM(CONV2D, groups)) != 1)
+      l.reason = "a grouped or depthwise convolution (the reduced ones take groups=1)";
     else if (reads[w->id] > 1 || w->is_output)
       l.reason = fmt::format("@{} is also read elsewhere", w->name);
     if (l.reason.empty()) {
       site_of[&ins] = sites.size();
       site_layer.push_back(rep.layers.size());
-      sites.push_back(LinearSite{&ins, w->name, w->role, w->type.shape[0], w->type.shape[1], nullptr});
+      const Shape& ws = w->type.shape;
+      const bool trans = matmul && ins.i(NNASM_IMM(MATMUL, transB));
+      const int64_t k = conv ? ws[1] * ws[2] * ws[3] : ws[trans ? 1 : 0], o = ws[conv || trans ? 0 : 1];
+      sites.push_back(LayerSite{&ins, w->name, w->role, conv ? ws : Shape{k, o}, k, o, nullptr, {}});
     }
     rep.layers.push_back(std::move(l));
   }
@@ -448,12 +508,18 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
   // The weights' values exist now (the probe's prepare initialized any that had none).
   std::vector<char> rewrite(sites.size(), 0);
   for (size_t i = 0; i < sites.size(); ++i) {
-    LinearSite& site = sites[i];
+    LayerSite& site = sites[i];
     QuantizedLayer& l = rep.layers[site_layer[i]];
-    site.w = src.at(site.lin->in[1]).f32();
+    site.w = src.at(site.ins->in[1]).f32();
+    if (site.matmul() && site.ins->i(NNASM_IMM(MATMUL, transB))) {
+      site.kxo.resize(static_cast<size_t>(site.k * site.o));
+      for (int64_t r = 0; r < site.o; ++r)
+        for (int64_t c = 0; c < site.k; ++c) site.kxo[c * site.o + r] = site.w[r * site.k + c];
+      site.w = site.kxo.data();
+    }
     if (!l.reason.empty()) continue;
     Result<double> e = layer_error(o.to, site, captured[i]);
-    if (!e) return e.status().with_prefix(fmt::format("LINEAR %{}: ", l.output));
+    if (!e) return e.status().with_prefix(fmt::format("{} %{}: ", l.op, l.output));
     l.error = e.value();
     if (!(l.error <= rep.max_error)) {
       l.reason = fmt::format("above the bound {}", rep.max_error);
@@ -467,7 +533,7 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
   // the reduced layers' derived tensors, the forward section with the layers rewritten.
   std::unordered_map<TensorId, size_t> dropped;  // f32 weight -> its site
   for (size_t i = 0; i < sites.size(); ++i)
-    if (rewrite[i]) dropped[sites[i].lin->in[1]] = i;
+    if (rewrite[i]) dropped[sites[i].ins->in[1]] = i;
   std::vector<ReducedLayer> reduced(sites.size());
   std::unordered_map<TensorId, TensorId> to_new;
   for (TensorId id : in.tensors()) {
@@ -499,8 +565,8 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
     const Instruction& ins = in.code()[i];
     auto it = site_of.find(&ins);
     if (it != site_of.end() && rewrite[it->second])
-      NNASM_TRY(append_reduced_linear(o.to, sites[it->second], reduced[it->second], to_new.at(ins.in[0]),
-                                      to_new.at(ins.in[2]), to_new.at(ins.out[0]), out));
+      NNASM_TRY(append_reduced_layer(o.to, sites[it->second], reduced[it->second], to_new.at(ins.in[0]),
+                                     ins.in.size() > 2 ? to_new.at(ins.in[2]) : NO_TENSOR, to_new.at(ins.out[0]), out));
     else
       NNASM_TRY(copy(ins));
   }

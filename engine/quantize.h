@@ -1,7 +1,8 @@
-// Post-training quantization of an inference program: each dense layer (LINEAR) whose weight is
-// a stored f32 [in, out] matrix becomes a reduced-precision product (LINEAR_BF16, or the int8
-// pair LINEAR_WEIGHTS_I8 / LINEAR_I8), and its f32 weight leaves the program, so the model file
-// and the bytes a run streams shrink. Every layer is measured first on calibration inputs: a layer
+// Post-training quantization of an inference program: each layer whose weight is a stored f32
+// tensor, a dense layer (LINEAR, or MATMUL by a stored matrix) or a convolution (CONV2D, groups
+// 1), becomes its reduced-precision form (LINEAR_BF16; the int8 pairs LINEAR_WEIGHTS_I8 /
+// LINEAR_I8 and CONV_WEIGHTS_I8 / CONV2D_I8), and its f32 weight leaves the program, so the model
+// file and the bytes a run streams shrink. Every layer is measured first on calibration inputs: a layer
 // whose output would move too far from its f32 output stays f32, and the report says which layers
 // changed, which did not and why. `nnasm quantize` is this function between model_load and
 // model_save; docs/quantization.md ("Quantizing a model") describes the criterion.
@@ -84,7 +85,7 @@ struct WeightsI8 {
 WeightsI8 quantize_weights_i8(const float* w, int64_t k, int64_t o);
 
 // Writes into `out` (an empty program bound to a Context of its own) `in` (finished, an inference
-// program in a Context) with its dense layers quantized as `o` says, and returns what was
+// program in a Context) with its layers quantized as `o` says, and returns what was
 // decided. Runs `in` once on the calibration inputs (preparing a copy in `in`'s context, which
 // initializes params that have no values yet; the copy's own tensors leave the context again),
 // then each candidate layer alone in reduced precision on the same inputs. The new weights are

@@ -1,4 +1,4 @@
-// The activations MATMUL, LINEAR, LINEAR_BF16, LINEAR_I8, CONV2D and CONV2D_NCHWC can fuse (their
+// The activations MATMUL, LINEAR, LINEAR_BF16, LINEAR_I8, CONV2D, CONV2D_I8 and CONV2D_NCHWC can fuse (their
 // `act` immediate), named as in the listing, expanded from isa/activations.def. The scalar functions are
 // ops/elementwise/activation.h, the JIT snippets jit/act_snippet.h.
 #pragma once
@@ -103,6 +103,7 @@ constexpr FusedActImms fused_act_imms(Opcode op) {
     case Opcode::LINEAR_BF16: return {NNASM_IMM(LINEAR_BF16, act), NNASM_IMM(LINEAR_BF16, act_alpha)};
     case Opcode::LINEAR_I8: return {NNASM_IMM(LINEAR_I8, act), NNASM_IMM(LINEAR_I8, act_alpha)};
     case Opcode::CONV2D: return {NNASM_IMM(CONV2D, act), NNASM_IMM(CONV2D, act_alpha)};
+    case Opcode::CONV2D_I8: return {NNASM_IMM(CONV2D_I8, act), NNASM_IMM(CONV2D_I8, act_alpha)};
     case Opcode::CONV2D_BF16: return {NNASM_IMM(CONV2D_BF16, act), NNASM_IMM(CONV2D_BF16, act_alpha)};
     case Opcode::CONV2D_WINOGRAD: return {NNASM_IMM(CONV2D_WINOGRAD, act), NNASM_IMM(CONV2D_WINOGRAD, act_alpha)};
     case Opcode::DWCONV2D_NCHWC: return {NNASM_IMM(DWCONV2D_NCHWC, act), NNASM_IMM(DWCONV2D_NCHWC, act_alpha)};

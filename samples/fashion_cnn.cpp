@@ -2,7 +2,8 @@
 // pad 2 → ReLU → max-pool 2 → conv 5×5, 16 channels → ReLU → max-pool 2 → 120 → ReLU → 84 →
 // ReLU → 10, softmax cross-entropy, Adam 1e-3 with cosine decay, batch 64, 10 epochs. The
 // optimizer fuses each ReLU into the convolution or LINEAR before it. Prints the final line
-// `test accuracy: NN.N%`; writes the training program, a CSV log and an SVG plot
+// `test accuracy: NN.N%`, then the test accuracy with its layers quantized to bf16 and to int8
+// (engine/quantize.h); writes the training program, a CSV log and an SVG plot
 // (samples/fashion_common.h does the training). Copy both files and change lenet().
 //
 //   build/samples/fashion_cnn [--epochs 10] [--optimizer adam|sgd] [--lr 0.001] [--seed 1]
@@ -34,5 +35,8 @@ Var lenet(Var x) {
 
 int main(int argc, char** argv) {
   return samples::fashion_main(argc, argv,
-                               {"fashion_cnn", "Fashion-MNIST LeNet-5 (nnasm)", "LeNet-5", Shape{1, 28, 28}, lenet});
+                               {"fashion_cnn", "Fashion-MNIST LeNet-5 (nnasm)", "LeNet-5", Shape{1, 28, 28}, lenet,
+                                [](Executor& trained, const Dataset& test) {
+                                  return samples::quantized_accuracy(trained, test, Shape{1, 28, 28}, lenet);
+                                }});
 }

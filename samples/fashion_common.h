@@ -15,6 +15,7 @@
 
 #include "engine/executor.h"
 #include "engine/optimizer.h"
+#include "engine/quantize.h"
 #include "engine/trainer.h"
 #include "serialize/atomic_file.h"
 #include "serialize/csv_log.h"
@@ -81,6 +82,62 @@ inline Result<double> latency_batch1(Executor& trained, Shape sample_shape, cons
   return median(std::move(us));
 }
 
+// The share of the test set `p` (logits [batch, 10] from x [batch, 28·28 values]) classifies right.
+inline Result<double> test_accuracy(const Program& p, const Dataset& test) {
+  auto ex = Executor::prepare(p);
+  if (!ex) return ex.status();
+  Tensor* x = ex.value()->tensor("x");
+  const Tensor* logits = ex.value()->tensor("logits");
+  const int64_t batch = x->desc.type.shape[0];
+  int64_t right = 0, seen = 0;
+  for (int64_t first = 0; first + batch <= test.n; first += batch, seen += batch) {
+    std::copy_n(test.images.begin() + first * 784, batch * 784, x->f32());
+    ex.value()->run();
+    for (int64_t r = 0; r < batch; ++r) {
+      const float* row = logits->f32() + r * 10;
+      right += std::max_element(row, row + 10) - row == test.labels[first + r];
+    }
+  }
+  return seen ? static_cast<double>(right) / static_cast<double>(seen) : 0.0;
+}
+
+// Records `model` for inference at batch 500, copies the params of `trained` into it, quantizes
+// it to bf16 and to int8 with quantize_program's defaults (a synthetic calibration batch, the
+// type's error bound: what `nnasm quantize` does) and prints each one's test accuracy next to
+// the f32 one, with how many layers changed and the weights' bytes.
+inline Status quantized_accuracy(Executor& trained, const Dataset& test, Shape sample_shape,
+                                 const std::function<Var(Var)>& model) {
+  Context ctx;
+  Program p(ctx);
+  Graph g(p);
+  g.output(model(g.input("x", batched(500, sample_shape))), "logits");
+  NNASM_TRY(g.status());
+  {
+    auto ex = Executor::prepare(p);  // gives the params storage to copy the trained values into
+    if (!ex) return ex.status();
+    NNASM_TRY(copy_trained(trained, p));
+  }
+  Result<double> f32 = test_accuracy(p, test);
+  if (!f32) return f32.status();
+  fmt::print("test accuracy with f32 weights: {:.2f}%\n", 100 * *f32);
+  for (QuantType t : {QuantType::BF16, QuantType::INT8}) {
+    Context qctx;
+    Program q(qctx);
+    QuantizeOptions o;
+    o.to = t;
+    Result<QuantizeReport> rep = quantize_program(p, o, &q);
+    if (!rep) return rep.status().with_prefix(fmt::format("quantizing to {}: ", quant_type_name(t)));
+    Result<double> acc = test_accuracy(q, test);
+    if (!acc) return acc.status();
+    size_t reduced = 0;
+    for (const QuantizedLayer& l : rep->layers) reduced += l.chosen != "f32";
+    fmt::print("test accuracy with {} weights: {:.2f}% ({} of {} layers, weights {} -> {} bytes)\n",
+               quant_type_name(t), 100 * *acc, reduced, rep->layers.size(), rep->weight_bytes_before,
+               rep->weight_bytes_after);
+  }
+  return Status::ok();
+}
+
 // Writes PREFIX.csv (one row per epoch) and PREFIX.svg (loss and accuracy curves).
 inline Status write_training_log(const std::string& prefix, const std::string& title, const std::vector<EpochLog>& log) {
   std::vector<std::vector<double>> rows;
@@ -103,7 +160,7 @@ struct FashionSample {
   Shape sample_shape;                // one image as the model reads it: {784} or {1, 28, 28}
   std::function<Var(Var)> model;     // logits [batch, 10] from x [batch, sample_shape...]
   // Optional, after training and the batch-1 latency: the sample's own figures from the trained
-  // executor and the test set (fashion_lstm's per-frame step latency).
+  // executor and the test set (fashion_lstm's per-frame step latency, quantized_accuracy).
   std::function<Status(Executor& trained, const Dataset& test)> report = nullptr;
 };
 

@@ -294,7 +294,7 @@ Var dropout(At x, float rate) {
 
 namespace {
 
-// CONV2D's and CONV2D_I8's geometry and activation immediates from opt.
+// CONV2D's, CONV2D_I8's and CONV2D_BF16's geometry and activation immediates from opt.
 std::vector<std::pair<std::string, Imm>> conv_imms(const Conv2dOptions& opt) {
   return {{"stride", imm_ints(opt.stride)},
           {"pad", imm_ints(opt.pad)},
@@ -312,6 +312,19 @@ Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt) {
   std::vector<Var> in{x.v, w};
   if (b.valid()) in.push_back(b);
   return g->record(Opcode::CONV2D, in, conv_imms(opt), x.loc);
+}
+
+Var conv2d_i8(At x, Var w_i8, Var scale, Var b, const Conv2dOptions& opt, bool tensor_scale) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const std::vector<Var> packed = g->record_outputs(Opcode::CONV_WEIGHTS_I8, {w_i8}, {}, x.loc);
+  if (packed.size() != 2) return Var();
+  std::vector<Var> in{x.v, packed[0], packed[1], scale};
+  if (b.valid()) in.push_back(b);
+  const int64_t mode = tensor_scale ? NNASM_CHOICE(CONV2D_I8, x_scale, tensor) : NNASM_CHOICE(CONV2D_I8, x_scale, image);
+  std::vector<std::pair<std::string, Imm>> imms = conv_imms(opt);
+  imms.emplace_back("x_scale", imm_i(mode));
+  return g->record(Opcode::CONV2D_I8, in, imms, x.loc);
 }
 
 // The transpose recorded first: on a param or constant the derive pass hoists it out of the runs.

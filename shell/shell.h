@@ -167,6 +167,12 @@ Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
 // param or constant, transposed once by CONV_WEIGHTS_BF16 in the derive section); opt as above
 // (groups 1 only).
 Var conv2d_bf16(At x, Var w_bf16, Var b, const Conv2dOptions& opt = {});
+// y = act(conv(x, W) + b) in int8 (CONV2D_I8, docs/quantization.md): w_i8 i8[out, in, kh, kw] (a
+// param or constant, packed once by CONV_WEIGHTS_I8 in the derive section), scale f32[out] or [1]
+// its per-output-channel scale, b f32[out] or an invalid Var (no bias); opt's geometry and
+// activation apply (groups must be 1), its names, inits and `bias` do not; x quantized to u8 per
+// image (`tensor_scale`: per tensor) in the kernel.
+Var conv2d_i8(At x, Var w_i8, Var scale, Var b, const Conv2dOptions& opt = {}, bool tensor_scale = false);
 // Recurrent layers over x [T, N, I] ([N, T, I] batch_first; [N, I] with opt.step), hidden size
 // H: stacked LSTM, GRU and Elman RNN layers as PyTorch's, recorded as one LSTM, GRU or RNN
 // instruction each. The params are created with I inferred from x and PyTorch's initialisation

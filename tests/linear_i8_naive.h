@@ -34,6 +34,34 @@ inline std::vector<HostTensor> naive_pack_i8(const HostTensor& w) {
   return {wp, cs};
 }
 
+// The quantization of the group x.v[g0, g1) as DynamicQuantizeLinear defines it: sx, zp (0 where
+// sx is 0 or a value is not finite) and q of a value.
+struct NaiveQuant {
+  float sx = 0;
+  int64_t zp = 0;
+  bool finite = true;
+  int64_t q(float v) const { return q_with(v, zp); }
+  int64_t q_with(float v, int64_t z) const {
+    if (sx == 0) return 0;
+    const float r = std::nearbyint(v / sx);
+    return std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(r) + z));
+  }
+};
+
+inline NaiveQuant naive_quant(const HostTensor& x, int64_t g0, int64_t g1) {
+  float lo = 0, hi = 0;
+  NaiveQuant nq;
+  for (int64_t i = g0; i < g1; ++i) {
+    const float v = static_cast<float>(x.v[static_cast<size_t>(i)]);
+    nq.finite = nq.finite && std::isfinite(v);
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  nq.sx = (hi - lo) / 255.f;
+  nq.zp = nq.sx == 0 || !nq.finite ? 0 : nq.q_with(-lo, 0);
+  return nq;
+}
+
 // y = f(fma(f32(Σ (q − zp)·w), sx·s, b) + p) for x [..., K], w i8 [K, O], scale [O] or [1], b [O];
 // `tensor`: one sx and zp for all of x. Exact (tolerance 0) unless `tol` says otherwise.
 inline Expected naive_linear_i8(const HostTensor& x, const HostTensor& w, const HostTensor& scale, const HostTensor& b,
@@ -46,29 +74,17 @@ inline Expected naive_linear_i8(const HostTensor& x, const HostTensor& w, const 
   const int64_t group = tensor ? rows * k : k;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t g0 = tensor ? 0 : r * k;
-    float lo = 0, hi = 0;
-    bool finite = true;
-    for (int64_t i = g0; i < g0 + group; ++i) {
-      const float v = static_cast<float>(x.v[static_cast<size_t>(i)]);
-      finite = finite && std::isfinite(v);
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
-    const float sx = (hi - lo) / 255.f;
-    auto q_of = [&](float v, int64_t zp) -> int64_t {
-      if (sx == 0) return 0;
-      const float r = std::nearbyint(v / sx);
-      return std::min<int64_t>(255, std::max<int64_t>(0, static_cast<int64_t>(r) + zp));
-    };
-    const int64_t zp = sx == 0 || !finite ? 0 : q_of(-lo, 0);
+    const NaiveQuant nq = naive_quant(x, g0, g0 + group);
+    const float sx = nq.sx;
+    const int64_t zp = nq.zp;
     for (int64_t c = 0; c < o; ++c) {
-      if (!finite) {
+      if (!nq.finite) {
         e.t.v.push_back(std::numeric_limits<double>::quiet_NaN());
         continue;
       }
       int64_t acc = 0;
       for (int64_t kk = 0; kk < k; ++kk)
-        acc += (q_of(static_cast<float>(x.v[static_cast<size_t>(r * k + kk)]), zp) - zp) *
+        acc += (nq.q(static_cast<float>(x.v[static_cast<size_t>(r * k + kk)])) - zp) *
                static_cast<int64_t>(w.v[static_cast<size_t>(kk * o + c)]);
       const float s = static_cast<float>(scale.v[scale.v.size() == 1 ? 0 : static_cast<size_t>(c)]);
       const float t = sx * s;

@@ -17,6 +17,7 @@
 
 #include "tests/conv_bf16_naive.h"
 #include "tests/linear_bf16_naive.h"
+#include "tests/conv_i8_naive.h"
 #include "tests/linear_i8_naive.h"
 #include "tests/nchwc_naive.h"
 #include "tests/nchwc_dwconv_naive.h"
@@ -1798,6 +1799,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::LINEAR_BF16, cases_linear_bf16},
       {Opcode::LINEAR_WEIGHTS_I8, cases_linear_weights_i8},
       {Opcode::LINEAR_I8, cases_linear_i8},
+      {Opcode::CONV_WEIGHTS_I8, cases_conv_weights_i8},
+      {Opcode::CONV2D_I8, cases_conv2d_i8},
       {Opcode::CONV_WEIGHTS_BF16, cases_conv_weights_bf16},
       {Opcode::CONV2D_BF16, cases_conv2d_bf16},
       {Opcode::SIGN, cases_sign},

@@ -168,6 +168,54 @@ void cases_linear_i8(ParityRun& r) {
   }
 }
 
+// CONV_WEIGHTS_I8 and CONV2D_I8 on CONV2D's ungrouped cases against tests/conv_i8_naive.h: the
+// packing exactly, the convolution without and with each activation, both x_scale modes, with
+// and without bias; groups other than 1 refused.
+void cases_conv_weights_i8(ParityRun& r) {
+  const Shape shapes[] = {Shape{1, 1, 3, 3}, Shape{4, 3, 3, 3},   Shape{7, 15, 1, 1},
+                          Shape{16, 17, 3, 3}, Shape{33, 5, 5, 5}, Shape{3, 2, 7, 1}};
+  for (const Shape& s : shapes) {
+    const HostTensor w = random_i8(s, r.rng());
+    const std::vector<HostTensor> p = naive_pack_conv_i8(w);
+    r.check_all({w}, {}, {Expected{p[0], {}, EXACT}, Expected{p[1], {}, EXACT}});
+  }
+}
+
+void cases_conv2d_i8(ParityRun& r) {
+  int n = 0;
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    for (size_t ci = 0; ci < conv_cases().size(); ++ci) {
+      const ConvCase& c = conv_cases()[ci];
+      if (c.groups != 1) continue;
+      if (a >= 0 && ci % 3 != static_cast<size_t>(a) % 3) continue;  // each activation on a third of the cases
+      const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());
+      const HostTensor w = random_i8(Shape{c.o, c.c, c.kh, c.kw}, r.rng());
+      const std::vector<HostTensor> p = naive_pack_conv_i8(w);
+      const HostTensor s = random_f32(Shape{n % 2 ? 1 : c.o}, r.rng(), 0.001, 0.02);
+      const bool bias = n % 4 != 3, tensor = n % 3 == 1;
+      ++n;
+      const HostTensor b = bias ? random_f32(Shape{c.o}, r.rng()) : HostTensor{TensorType{DType::F32, Shape{c.o}}, {}};
+      std::vector<ImmArg> imms = conv_imms(c);
+      std::function<float(float)> f = [](float z) { return z; };
+      Tolerance tol = EXACT;
+      if (a >= 0) {
+        imms.insert(imms.end(), {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)});
+        const std::function<double(double)> g = linear_acts()[a].f;
+        f = [g](float z) { return static_cast<float>(g(z)); };
+        tol = Tolerance{1e-6, 1e-5};
+      }
+      if (tensor) imms.push_back(imm_enum("x_scale", "tensor"));
+      const ConvI8Geom g{c.stride[0], c.stride[1], c.pad[0], c.pad[1], c.dilation[0], c.dilation[1]};
+      const Expected e = naive_conv2d_i8(x, w, s, b, g, tensor, f, tol);
+      if (bias) r.check({x, p[0], p[1], s, b}, imms, e);
+      else r.check({x, p[0], p[1], s}, imms, e);
+    }
+  }
+  const HostTensor x = random_f32(Shape{1, 4, 6, 6}, r.rng());
+  const std::vector<HostTensor> p = naive_pack_conv_i8(random_i8(Shape{2, 2, 3, 3}, r.rng()));
+  r.check_rejected({x, p[0], p[1], random_f32(Shape{2}, r.rng())}, {imm_i("groups", 2)}, "groups must be 1");
+}
+
 // CONV_WEIGHTS_BF16 and CONV2D_BF16 on CONV2D's ungrouped sizes against tests/conv_bf16_naive.h:
 // the transpose exactly; the convolution (wt from the naive transpose) without an activation and with each on a
 // third of the cases, every third case without its bias; a grouped one refused.

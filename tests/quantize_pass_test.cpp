@@ -1,5 +1,6 @@
 // quantize_program (engine/quantize.h): the rewrite of dense layers to bf16, the per-layer error
 // criterion, --keep, the refusals, and the int8 weight conversion.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -49,6 +50,31 @@ std::vector<float> run(const Program& p, const std::vector<float>& x, const std:
   ex.value()->run();
   const Tensor* t = ex.value()->tensor(name);
   return std::vector<float>(t->f32(), t->f32() + t->numel());
+}
+
+// ||got − want||₂ / ||want||₂ (sizes asserted equal); 0 where both are zero.
+double relative_error(const std::vector<float>& want, const std::vector<float>& got) {
+  EXPECT_EQ(want.size(), got.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// `q` (quantized from `p`) on `x`: output `out` within `bound` of f32's yet not equal to it, and
+// the same again after a model file round trip.
+void expect_close_through_a_file(const Program& p, const Program& q, const std::vector<float>& x,
+                                 const std::string& out, double bound) {
+  const std::vector<float> f32 = run(p, x, out), got = run(q, x, out);
+  const double e = relative_error(f32, got);
+  EXPECT_LT(e, bound);
+  EXPECT_GT(e, 0) << "the reduced program computed exactly the f32 result: was it rewritten?";
+  Context lctx;
+  Program loaded(lctx);
+  ASSERT_TRUE(model_decode(model_encode(q), "q.nnm", &loaded));
+  EXPECT_EQ(run(loaded, x, out), got);
 }
 
 TEST(QuantizePass, Bf16RewritesEachLinearAndDropsItsF32Weight) {
@@ -120,14 +146,9 @@ TEST(QuantizePass, Bf16OutputsStayWithinTheRoundingBound) {
   // about 2^-8; two layers and a softmax stay well inside 2% of the probabilities' size.
   const std::vector<float> x = pattern(kBatch * kIn, 1.3f);
   const std::vector<float> want = run(p, x, "probs"), got = run(q, x, "probs");
-  ASSERT_EQ(want.size(), got.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (got[i] - want[i]) * (got[i] - want[i]);
-    den += want[i] * want[i];
-  }
-  EXPECT_LT(std::sqrt(num / den), 0.02);
-  EXPECT_GT(num, 0) << "the bf16 program computed exactly the f32 result: was it rewritten?";
+  const double e = relative_error(want, got);
+  EXPECT_LT(e, 0.02);
+  EXPECT_GT(e, 0) << "the bf16 program computed exactly the f32 result: was it rewritten?";
 
   // The model file round trip keeps the rewrite and its values.
   Context lctx;
@@ -183,21 +204,8 @@ TEST(QuantizePass, Int8RewritesEachLinearToThePackedProduct) {
   EXPECT_EQ(r->weight_bytes_after, f32_w / 4 + b + 4 * (kHidden + kOut));  // i8 weights, scales, biases
 
   // Close to f32 (8-bit weights and activations: about 1% each), and the file round trip keeps it.
-  const std::vector<float> x = pattern(kBatch * kIn, 0.4f);
-  const std::vector<float> f32 = run(p, x, "probs"), got = run(q, x, "probs");
-  ASSERT_EQ(f32.size(), got.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < f32.size(); ++i) {
-    num += (got[i] - f32[i]) * (got[i] - f32[i]);
-    den += f32[i] * f32[i];
-  }
-  EXPECT_LT(std::sqrt(num / den), 0.05);
-  EXPECT_GT(num, 0);
-  Context lctx;
-  Program loaded(lctx);
-  ASSERT_TRUE(model_decode(model_encode(q), "q.nnm", &loaded));
-  EXPECT_EQ(run(loaded, x, "probs"), got);
-  EXPECT_NE(program_print(loaded).find("LINEAR_I8"), std::string::npos);
+  expect_close_through_a_file(p, q, pattern(kBatch * kIn, 0.4f), "probs", 0.05);
+  EXPECT_NE(program_print(q).find("LINEAR_I8"), std::string::npos);
 }
 
 // y = x0·1.001 − x1: on x = (1, 1) the f32 result is 0.001, but 1.001 rounds to bf16 1.0 and the
@@ -293,24 +301,112 @@ TEST(QuantizePass, KeepLeavesALayerF32ByWeightOrOutputName) {
   EXPECT_NE(r.status().message().find("@fc1.w, @fc2.w"), std::string::npos) << r.status().message();
 }
 
-TEST(QuantizePass, ConvolutionsStayF32AndTheReportSaysSo) {
+// x [2,4,7,7] -> conv 3×3 s2 p1 (relu fused) -> depthwise conv -> flatten -> fc; inference.
+void record_cnn(Program& p) {
+  Graph g(p);
+  Var x = g.input("x", {2, 4, 7, 7});
+  Conv2dOptions c1{"conv"};
+  c1.stride = {2, 2};
+  c1.pad = {1, 1};
+  Var c = relu(conv2d(x, 6, {3, 3}, c1));
+  Conv2dOptions dw{"dw"};
+  dw.groups = 6;
+  Var d = conv2d(c, 6, {3, 3}, dw);
+  g.output(linear(reshape(d, {2, 24}), 5, {"fc"}), "y");
+  ASSERT_TRUE(g.status()) << g.status().message();
+}
+
+TEST(QuantizePass, Int8RewritesConvolutionsWithTheirGeometry) {
+  Context ctx(11);
+  Program p(ctx);
+  record_cnn(p);
+  Context qctx;
+  Program q(qctx);
+  QuantizeOptions o;
+  o.to = QuantType::INT8;
+  Result<QuantizeReport> r = quantize_program(p, o, &q);
+  ASSERT_TRUE(r) << r.status().message();
+  ASSERT_EQ(r->layers.size(), 3u);
+  EXPECT_EQ(r->layers[0].op, "CONV2D");
+  EXPECT_EQ(r->layers[0].chosen, "int8") << r->layers[0].reason;
+  EXPECT_GT(r->layers[0].error, 0);
+  EXPECT_EQ(r->layers[1].chosen, "f32");
+  EXPECT_EQ(r->layers[1].reason, "a grouped or depthwise convolution (the reduced ones take groups=1)");
+  EXPECT_EQ(r->layers[2].chosen, "int8") << r->layers[2].reason;
+
+  ASSERT_NE(q.find("conv.w.i8"), NO_TENSOR);
+  EXPECT_EQ(q.desc(q.find("conv.w.i8")).type, (TensorType{DType::I8, Shape{6, 4, 3, 3}}));
+  EXPECT_EQ(q.desc(q.find("conv.w.scale")).type, (TensorType{DType::F32, Shape{6}}));
+  EXPECT_EQ(q.find("conv.w"), NO_TENSOR);
+  EXPECT_EQ(q.desc(q.find("dw.w")).type.dtype, DType::F32);
+  // Per output channel: the scale is the channel's largest magnitude over 127.
+  const float* w = ctx.at(p.find("conv.w")).f32();
+  const float* s = qctx.at(q.find("conv.w.scale")).f32();
+  for (int oc = 0; oc < 6; ++oc) {
+    float m = 0;
+    for (int k = 0; k < 36; ++k) m = std::max(m, std::fabs(w[oc * 36 + k]));
+    EXPECT_FLOAT_EQ(s[oc], m / 127) << oc;
+  }
+  const Instruction* conv = nullptr;
+  for (const Instruction& ins : q.code())
+    if (ins.op == Opcode::CONV2D_I8) conv = &ins;
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->ints(NNASM_IMM(CONV2D_I8, stride)), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(conv->ints(NNASM_IMM(CONV2D_I8, pad)), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(conv->in.size(), 5u);  // x, packed, colsum, scale, b
+
+  // Outputs close to f32's (8-bit weights and activations), through a model file too.
+  expect_close_through_a_file(p, q, pattern(2 * 4 * 7 * 7, 0.7f), "y", 0.05);
+}
+
+// What ONNX's Gemm imports as: x·Wᵀ by a stored [out, in] weight, then the bias added.
+TEST(QuantizePass, AMatmulByAStoredWeightBecomesTheDenseLayersReducedForm) {
+  for (QuantType to : {QuantType::BF16, QuantType::INT8}) {
+    for (bool trans : {false, true}) {
+      Context ctx(13);
+      Program p(ctx);
+      Graph g(p);
+      Var x = g.input("x", {kBatch, kIn});
+      Var w = g.param("fc.weight", trans ? Shape{kOut, kIn} : Shape{kIn, kOut}, {InitKind::HE_NORMAL, 0, 0});
+      Var b = g.param("fc.bias", {kOut}, {InitKind::UNIFORM, -1, 1});
+      g.output(matmul(x, w, false, trans) + b, "y");
+      ASSERT_TRUE(g.status()) << g.status().message();
+      Context qctx;
+      Program q(qctx);
+      QuantizeOptions o;
+      o.to = to;
+      Result<QuantizeReport> r = quantize_program(p, o, &q);
+      ASSERT_TRUE(r) << r.status().message();
+      ASSERT_EQ(r->layers.size(), 1u);
+      EXPECT_EQ(r->layers[0].op, "MATMUL");
+      EXPECT_EQ(r->layers[0].chosen, quant_type_name(to)) << r->layers[0].reason;
+      const TensorId wq = q.find(to == QuantType::BF16 ? "fc.weight.bf16" : "fc.weight.i8");
+      ASSERT_NE(wq, NO_TENSOR);
+      EXPECT_EQ(q.desc(wq).type.shape, (Shape{kIn, kOut})) << "stored [in, out] as the dense layer reads it";
+      ASSERT_NE(q.find("fc.weight.bias"), NO_TENSOR);
+      for (const Instruction& ins : q.code()) EXPECT_NE(ins.op, Opcode::MATMUL);
+      const std::vector<float> xv = pattern(kBatch * kIn, 0.2f);
+      const std::vector<float> f32 = run(p, xv, "y"), got = run(q, xv, "y");
+      const double e = relative_error(f32, got);
+      EXPECT_LT(e, to == QuantType::BF16 ? 0.01 : 0.05) << trans;
+    }
+  }
+}
+
+TEST(QuantizePass, Bf16LeavesConvolutionsF32AndTheReportSaysSo) {
   Context ctx;
   Program p(ctx);
-  Graph g(p);
-  Var x = g.input("x", {2, 1, 6, 6});
-  Var c = relu(conv2d(x, 3, {3, 3}, {"conv"}));
-  g.output(linear(reshape(c, {2, 48}), 5, {"fc"}), "y");
-  ASSERT_TRUE(g.status()) << g.status().message();
+  record_cnn(p);
   Context qctx;
   Program q(qctx);
   Result<QuantizeReport> r = quantize_program(p, {}, &q);
   ASSERT_TRUE(r) << r.status().message();
-  ASSERT_EQ(r->layers.size(), 2u);
+  ASSERT_EQ(r->layers.size(), 3u);
   EXPECT_EQ(r->layers[0].op, "CONV2D");
   EXPECT_EQ(r->layers[0].chosen, "f32");
-  EXPECT_EQ(r->layers[0].reason, "CONV2D has no reduced-precision form");
+  EXPECT_EQ(r->layers[0].reason, "CONV2D has no bf16 form");
   EXPECT_LT(r->layers[0].error, 0);
-  EXPECT_EQ(r->layers[1].chosen, "bf16");
+  EXPECT_EQ(r->layers[2].chosen, "bf16");
   EXPECT_EQ(q.desc(q.find("conv.w")).type.dtype, DType::F32);
 }
 

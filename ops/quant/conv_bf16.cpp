@@ -57,11 +57,6 @@
 namespace nnasm {
 namespace {
 
-// conv_geom.h reads the geometry by CONV2D's immediate positions.
-static_assert(NNASM_IMM(CONV2D_BF16, stride) == CONV_STRIDE && NNASM_IMM(CONV2D_BF16, pad) == CONV_PAD &&
-                  NNASM_IMM(CONV2D_BF16, dilation) == CONV_DILATION && NNASM_IMM(CONV2D_BF16, groups) == CONV_GROUPS,
-              "CONV2D_BF16's geometry immediates sit where CONV2D's do");
-
 // ---- CONV_WEIGHTS_BF16 ----
 
 Status conv_weights_bf16_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {

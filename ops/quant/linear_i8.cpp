@@ -59,7 +59,7 @@
 #include "ops/elementwise/activation.h"
 #include "ops/op.h"
 #include "ops/quant/linear_i8.h"
-#include "ops/quant/round.h"
+#include "ops/quant/i8_quant.h"
 
 namespace nnasm {
 namespace {
@@ -145,33 +145,8 @@ Dims dims_of(const TensorType* in) {
 
 // ---- LINEAR_I8: reference ----
 
-// What quantizes one row (or the tensor): sx, the divisor (sx, or 1 where sx is 0, so that the
-// quotients round to q = zp = 0), the zero point and p (0, or NaN for a non-finite x).
-struct QParams {
-  float sx, div, p;
-  int32_t zp;
-};
-
-int32_t quantize_u8(float v, int32_t zp) {
-  float r = round_half_even(v);
-  r = std::isnan(r) ? -QCLAMP : std::min(std::max(r, -QCLAMP), QCLAMP);
-  return std::min(std::max(static_cast<int32_t>(r) + zp, 0), 255);
-}
-
-QParams qparams(const float* x, int64_t n) {
-  float lo = 0, hi = 0, p = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    lo = std::min(lo, x[k]);
-    hi = std::max(hi, x[k]);
-    p += x[k] * 0.f;
-  }
-  QParams q;
-  q.sx = (hi - lo) / 255.f;
-  q.div = q.sx == 0 ? 1.f : q.sx;
-  q.p = p;
-  q.zp = quantize_u8(-lo / q.div, 0);
-  return q;
-}
+using QParams = I8QParams;
+QParams qparams(const float* x, int64_t n) { return i8_qparams(x, n); }
 
 void linear_i8_ref(const KernelArgs* a) {
   const Dims d = dims_of(a->in_type);
@@ -577,27 +552,7 @@ class I8Gen {
     epilogue(mr, cols);
   }
 
-  // The pairs of k the widening kernel keeps per column added, the columns in order, into the
-  // first accumulator of vector j.
-  void combine(int i, int j) {
-    const Xmm a = acc(i, j, 0), b = acc(i, j, 1);
-    if (z()) {
-      std::vector<uint32_t> ev, od;
-      for (uint32_t c = 0; c < 16; ++c) {
-        ev.push_back(2 * c);
-        od.push_back(2 * c + 1);
-      }
-      const Zmm t0(0), t1(1);
-      g_.vmovdqu32(t0, v_.cst_u32(ev));
-      g_.vmovdqu32(t1, v_.cst_u32(od));
-      g_.vpermi2d(t0, Zmm(a.getIdx()), Zmm(b.getIdx()));
-      g_.vpermi2d(t1, Zmm(a.getIdx()), Zmm(b.getIdx()));
-      g_.vpaddd(a, t0, t1);
-    } else {
-      g_.vphaddd(a, a, b);
-      g_.vpermq(Ymm(a.getIdx()), Ymm(a.getIdx()), 0xd8);
-    }
-  }
+  void combine(int i, int j) { i8_combine_pairs(v_, acc(i, j, 0), acc(i, j, 1)); }
 
   // − zp·colsum, the conversion, fma with sx·s and b, + p, the activation, the store.
   void epilogue(int mr, int cols) {
@@ -655,6 +610,26 @@ int linear_i8_parts(const JitRequest& r, int threads) {
 }
 
 }  // namespace
+
+void i8_combine_pairs(VecGen& v, const Xbyak::Xmm& a, const Xbyak::Xmm& b) {
+  using Xbyak::Zmm;
+  if (v.avx512()) {
+    std::vector<uint32_t> ev, od;
+    for (uint32_t c = 0; c < 16; ++c) {
+      ev.push_back(2 * c);
+      od.push_back(2 * c + 1);
+    }
+    const Zmm t0(0), t1(1);
+    v.g.vmovdqu32(t0, v.cst_u32(ev));
+    v.g.vmovdqu32(t1, v.cst_u32(od));
+    v.g.vpermi2d(t0, Zmm(a.getIdx()), Zmm(b.getIdx()));
+    v.g.vpermi2d(t1, Zmm(a.getIdx()), Zmm(b.getIdx()));
+    v.g.vpaddd(a, t0, t1);
+  } else {
+    v.g.vphaddd(a, a, b);
+    v.g.vpermq(Xbyak::Ymm(a.getIdx()), Xbyak::Ymm(a.getIdx()), 0xd8);
+  }
+}
 
 bool linear_i8_has_vnni(Isa isa) {
   return (isa == Isa::AVX512 && cpu_info().avx512_vnni) || (isa == Isa::AVX2 && cpu_info().avx_vnni);

@@ -9,6 +9,7 @@
 #include "isa/status.h"
 #include "jit/cpu.h"
 #include "jit/kernel.h"
+#include "jit/vecgen.h"
 
 namespace nnasm {
 
@@ -24,5 +25,10 @@ bool linear_i8_has_vnni(Isa isa);
 Result<std::shared_ptr<const JitKernel>> linear_i8_kernel(const Instruction& ins, const TensorType* in, Isa isa,
                                                           bool vnni, KernelCache& cache, int part = 0,
                                                           int n_parts = 1);
+
+// The widening kernels' pairs of k (vpmaddwd's two sums per column or pixel) in accumulators a
+// (the vector's first half of columns) and b (its second) added, the columns in order, into a.
+// LINEAR_I8's and CONV2D_I8's; clobbers vector registers 0 and 1 at AVX-512.
+void i8_combine_pairs(VecGen& v, const Xbyak::Xmm& a, const Xbyak::Xmm& b);
 
 }  // namespace nnasm
