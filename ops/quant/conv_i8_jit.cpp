@@ -48,9 +48,14 @@ I8QParams finish_lanes(const float* lo, const float* hi, const float* p, int lan
   return i8_qparams_finish(l, h, s);
 }
 
+// Each function names its target too: clang ignores GCC's target pragma, and its intrinsics then
+// refuse to inline into a function compiled for the baseline.
+#define AVX2_FN __attribute__((target("avx2,fma")))
+#define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-I8QParams scan_avx2(const float* x, int64_t n) {
+AVX2_FN I8QParams scan_avx2(const float* x, int64_t n) {
   __m256 lo = _mm256_setzero_ps(), hi = lo, p = lo;
   const __m256 zero = lo;
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -68,7 +73,7 @@ I8QParams scan_avx2(const float* x, int64_t n) {
   return finish_lanes(l, h, s, 8);
 }
 
-void quantize_avx2(const float* x, int64_t c, int64_t hw, float div, int32_t zp, uint32_t* out, int64_t stride) {
+AVX2_FN void quantize_avx2(const float* x, int64_t c, int64_t hw, float div, int32_t zp, uint32_t* out, int64_t stride) {
   const __m256 vd = _mm256_set1_ps(div), lo = _mm256_set1_ps(-QCLAMP), hi = _mm256_set1_ps(QCLAMP);
   const __m256i vz = _mm256_set1_epi32(zp), zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(255);
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -98,9 +103,9 @@ void quantize_avx2(const float* x, int64_t c, int64_t hw, float div, int32_t zp,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
-__mmask16 lanes16(int64_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
+AVX512_FN __mmask16 lanes16(int64_t left) { return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1); }
 
-I8QParams scan_avx512(const float* x, int64_t n) {
+AVX512_FN I8QParams scan_avx512(const float* x, int64_t n) {
   __m512 lo = _mm512_setzero_ps(), hi = lo, p = lo;
   const __m512 zero = lo;
   for (int64_t k = 0; k < n; k += 16) {
@@ -116,7 +121,7 @@ I8QParams scan_avx512(const float* x, int64_t n) {
   return finish_lanes(l, h, s, 16);
 }
 
-void quantize_avx512(const float* x, int64_t c, int64_t hw, float div, int32_t zp, uint32_t* out, int64_t stride) {
+AVX512_FN void quantize_avx512(const float* x, int64_t c, int64_t hw, float div, int32_t zp, uint32_t* out, int64_t stride) {
   const __m512 vd = _mm512_set1_ps(div), lo = _mm512_set1_ps(-QCLAMP), hi = _mm512_set1_ps(QCLAMP);
   const __m512i vz = _mm512_set1_epi32(zp), zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(255);
   for (int64_t cq = 0; cq < quads(c); ++cq)
