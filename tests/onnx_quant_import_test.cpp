@@ -655,14 +655,14 @@ TEST(OnnxQuantImport, StaticQdqMlpIsLinearI8Given) {
 
 // Chains that must not become LINEAR_I8 x_scale=given import node by node (MATMUL in f32): x's
 // DequantizeLinear with another scale than its QuantizeLinear, W's scale along the wrong axis,
-// Gemm with alpha 2, W a graph input. x's DequantizeLinear also a graph output still gives the
+// Gemm with alpha 2, W a graph input, a zero x scale (refused as node by node). x's DequantizeLinear also a graph output still gives the
 // LINEAR_I8 (which quantizes x itself), and the QuantizeLinear/DequantizeLinear stay for that
 // output.
 TEST(OnnxQuantImport, StaticQdqChainsThatDoNotMatch) {
-  enum Kind { OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT };
-  for (Kind kind : {OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT}) {
+  enum Kind { OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT, ZERO_SCALE };
+  for (Kind kind : {OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT, ZERO_SCALE}) {
     SCOPED_TRACE(kind);
-    QdqLayer l = qdq_layer(16, 4, true, true, kind == ALPHA, 0.02f, 100, 9);
+    QdqLayer l = qdq_layer(16, 4, true, true, kind == ALPHA, kind == ZERO_SCALE ? 0.f : 0.02f, 100, 9);
     B m(13);
     m.input("x", {2, 16}).output("y");
     add_qdq_layer(m, l, "x", "y", "l.");
@@ -681,6 +681,11 @@ TEST(OnnxQuantImport, StaticQdqChainsThatDoNotMatch) {
     auto im = import(m.bytes());
     if (kind == WRONG_AXIS) {  // DequantizeLinear itself refuses 4 scales along W's 16
       EXPECT_FALSE(im->status.is_ok());
+      continue;
+    }
+    if (kind == ZERO_SCALE) {  // not fused: QuantizeLinear's own mapping refuses it, naming the node
+      EXPECT_FALSE(im->status.is_ok());
+      EXPECT_NE(problem(*im).find("'l.q'"), std::string::npos) << problem(*im);
       continue;
     }
     ASSERT_TRUE(im->status.is_ok()) << problem(*im);

@@ -40,7 +40,8 @@
 // f32 summation's rounding only (relative to Σ |products|, a few K·2^-24); both are the same
 // quantized model. A NaN x differs: QuantizeLinear saturates it, LINEAR_I8 gives NaN outputs.
 // Matched under the dynamic chains' conditions (each intermediate read by the next node alone,
-// not a graph output; constants; K ≤ 65536), x f32 computed at run time. The QuantizeLinear and
+// not a graph output; constants; K ≤ 65536; every scale finite and not zero, else the
+// node-by-node mappings report it), x f32 computed at run time. The QuantizeLinear and
 // DequantizeLinear of x are left out only when every reader of theirs is a matched chain. The
 // weight's DequantizeLinear is left out when it comes after the QuantizeLinear in the graph's
 // order; one before it has been imported already (a DEQUANTIZE of a constant that nothing
@@ -51,6 +52,7 @@
 // auto_pad VALID), C·kh·kw ≤ 65536 becomes CONV_WEIGHTS_I8 + CONV2D_I8 x_scale=given (the
 // padding quantizes x = 0, to zx, as DequantizeLinear's zero reads back as 0).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -135,10 +137,16 @@ bool attrs_within(const OnnxNode& n, std::initializer_list<const char*> names) {
   return true;
 }
 
+// Whether every value of the scale `s` is finite and not zero (the node-by-node mappings refuse
+// others, naming the node: a chain holding one is left to them).
+bool usable_scale(const HostTensor& s) {
+  return std::all_of(s.f.begin(), s.f.end(), [](float v) { return std::isfinite(v) && v != 0; });
+}
+
 // A per-tensor activation quantization: scale f32 of one element, zero point u8 of one element
 // (null: 0); its scale and zero point into sx and zp.
 bool activation_qparams(const HostTensor* scale, const HostTensor* zp, bool has_zp, float* sx, int64_t* z) {
-  if (!scale || !scale->is_float() || scale->dims.size() > 1 || scale->numel() != 1) return false;
+  if (!scale || !scale->is_float() || scale->dims.size() > 1 || scale->numel() != 1 || !usable_scale(*scale)) return false;
   if (has_zp && (!zp || zp->type != OnnxType::UINT8 || zp->dims.size() > 1 || zp->numel() != 1)) return false;
   *sx = scale->f[0];
   *z = has_zp ? zp->i[0] : 0;
@@ -172,7 +180,7 @@ bool weight_qparams(const OnnxNode& d, const HostTensor& w, int out_axis, const 
   int64_t axis = 1, block = 0;
   if (!int_attr(d, "axis", &axis) || !int_attr(d, "block_size", &block) || block != 0) return false;
   if (axis < 0) axis += static_cast<int64_t>(w.dims.size());
-  if (!sw || !sw->is_float() || sw->dims.size() > 1) return false;
+  if (!sw || !sw->is_float() || sw->dims.size() > 1 || !usable_scale(*sw)) return false;
   const int64_t o = w.dims[static_cast<size_t>(out_axis)];
   if (sw->numel() != 1 && (sw->numel() != o || sw->dims.size() != 1 || axis != out_axis)) return false;
   if (has_zw && (!zw || zw->type != w.type || zw->dims != sw->dims)) return false;
@@ -202,7 +210,7 @@ bool const_bias(const OnnxGraph& g, const OnnxReaders& r, OnnxLowering& l, const
   const HostTensor* q = host_of(l, d.inputs[0]);
   const HostTensor* s = host_of(l, d.inputs[1]);
   if (!q || q->type != OnnxType::INT32 || q->dims != std::vector<int64_t>{o} || !s || !s->is_float() ||
-      s->dims.size() > 1 || (s->numel() != 1 && s->numel() != o))
+      s->dims.size() > 1 || (s->numel() != 1 && s->numel() != o) || !usable_scale(*s))
     return false;
   if (d.inputs.size() > 2 && !d.inputs[2].empty()) {
     const HostTensor* z = host_of(l, d.inputs[2]);
