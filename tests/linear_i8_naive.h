@@ -3,9 +3,12 @@
 // default rounding, halves to even) on the f32 quotient, the integer sum exact in int64 over the
 // unpacked weight, then the f32 epilogue the contract names (one fma), and the caller's `f`.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -93,6 +96,18 @@ inline Expected naive_linear_i8(const HostTensor& x, const HostTensor& w, const 
     }
   }
   return e;
+}
+
+// A generated kernel's output y against the reference kernel's `want`: bitwise where `exact`
+// (NaN for NaN), else within the activation snippets' few ulps; the first 5 differences reported.
+inline void expect_kernel_equals_reference(const std::vector<float>& y, const std::vector<float>& want, bool exact) {
+  int bad = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const bool same = std::isnan(want[i]) ? std::isnan(y[i]) : std::memcmp(&y[i], &want[i], 4) == 0;
+    const bool close =
+        std::isnan(want[i]) ? std::isnan(y[i]) : std::fabs(y[i] - want[i]) <= 1e-6 + 4e-6 * std::fabs(want[i]);
+    if (!(exact ? same : close) && bad++ < 5) ADD_FAILURE() << "at " << i << ": got " << y[i] << ", reference " << want[i];
+  }
 }
 
 // QuantizeLinear's q = sat_u8(rint(v / sx) + zp), dividing by 1 where sx is 0 (the ops'

@@ -222,14 +222,7 @@ TEST(LinearI8, EachKernelVariantEqualsTheReferenceBitwise) {
             void* want_ptrs[] = {want.data()};
             const KernelArgs ref_args{in_ptrs, want_ptrs, types, out_types, &ins, n_in, 1, nullptr, nullptr, nullptr};
             op_hooks(Opcode::LINEAR_I8).ref(&ref_args);
-            int bad = 0;
-            for (size_t i = 0; i < y.size(); ++i) {
-              const bool same = std::isnan(want[i]) ? std::isnan(y[i]) : std::memcmp(&y[i], &want[i], 4) == 0;
-              const bool close = std::isnan(want[i]) ? std::isnan(y[i])
-                                                     : std::fabs(y[i] - want[i]) <= 1e-6 + 4e-6 * std::fabs(want[i]);
-              if (!(exact_act(act) ? same : close) && bad++ < 5)
-                ADD_FAILURE() << "at " << i << ": got " << y[i] << ", reference " << want[i];
-            }
+            expect_kernel_equals_reference(y, want, exact_act(act));
           }
     }
   if (cpu_info().avx512_vnni && cpu_info().best == Isa::AVX512) {
