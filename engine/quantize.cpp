@@ -169,7 +169,9 @@ std::string strip_sigil(const std::string& s) { return !s.empty() && (s[0] == '%
 // (LINEAR_WEIGHTS_I8 / CONV_WEIGHTS_I8 @W.i8 -> %W.packed, %W.colsum).
 Status append_reduced_derive(QuantType t, const LayerSite& site, Program* p, ReducedLayer* r) {
   if (t == QuantType::BF16 && !site.conv()) return Status::ok();
-  const Opcode op = site.conv() ? Opcode::CONV_WEIGHTS_I8 : Opcode::LINEAR_WEIGHTS_I8;
+  const Opcode op = t == QuantType::BF16 ? Opcode::CONV_WEIGHTS_BF16
+                    : site.conv()        ? Opcode::CONV_WEIGHTS_I8
+                                         : Opcode::LINEAR_WEIGHTS_I8;
   Instruction pack = make_instruction(op, {r->tensors[0]}, {});
   const std::vector<const char*> outs = t == QuantType::BF16 ? std::vector<const char*>{".t"}
                                                              : std::vector<const char*>{".packed", ".colsum"};
@@ -193,7 +195,8 @@ Status append_reduced_layer(QuantType t, const LayerSite& site, const ReducedLay
                             TensorId y, Program* p) {
   Instruction ins;
   if (t == QuantType::BF16)
-    ins = make_instruction(Opcode::LINEAR_BF16, {x, r.tensors[0]}, {y});
+    ins = make_instruction(site.conv() ? Opcode::CONV2D_BF16 : Opcode::LINEAR_BF16,
+                           {x, r.tensors[site.conv() ? 1 : 0]}, {y});
   else
     ins = make_instruction(site.conv() ? Opcode::CONV2D_I8 : Opcode::LINEAR_I8,
                            {x, r.tensors[2], r.tensors[3], r.tensors[1]}, {y});
@@ -465,8 +468,6 @@ Result<QuantizeReport> quantize_program(const Program& in, const QuantizeOptions
       l.reason = fmt::format("its weight is not a stored f32 {}", linear ? "[in,out] matrix" : "[out,in,kh,kw] kernel");
     else if (w->type.shape.rank != (linear ? 2 : 4))
       l.reason = linear ? "its weight is not [in,out]" : "its weight is not [out,in,kh,kw]";
-    else if (conv && o.to == QuantType::BF16)
-      l.reason = "CONV2D has no bf16 form";
     else if (matmul && (ins.i(NNASM_IMM(MATMUL, transA)) || in.desc(ins.in[0]).type.shape.rank < 2))
       l.reason = "a MATMUL whose left operand is transposed or a vector";
     else if (conv && ins.i(NNASM_IMM(CONV2D, groups)) != 1)

@@ -104,6 +104,7 @@ constexpr FusedActImms fused_act_imms(Opcode op) {
     case Opcode::LINEAR_I8: return {NNASM_IMM(LINEAR_I8, act), NNASM_IMM(LINEAR_I8, act_alpha)};
     case Opcode::CONV2D: return {NNASM_IMM(CONV2D, act), NNASM_IMM(CONV2D, act_alpha)};
     case Opcode::CONV2D_I8: return {NNASM_IMM(CONV2D_I8, act), NNASM_IMM(CONV2D_I8, act_alpha)};
+    case Opcode::CONV2D_BF16: return {NNASM_IMM(CONV2D_BF16, act), NNASM_IMM(CONV2D_BF16, act_alpha)};
     case Opcode::CONV2D_WINOGRAD: return {NNASM_IMM(CONV2D_WINOGRAD, act), NNASM_IMM(CONV2D_WINOGRAD, act_alpha)};
     case Opcode::DWCONV2D_NCHWC: return {NNASM_IMM(DWCONV2D_NCHWC, act), NNASM_IMM(DWCONV2D_NCHWC, act_alpha)};
     case Opcode::CONV2D_NCHWC: return {NNASM_IMM(CONV2D_NCHWC, act), NNASM_IMM(CONV2D_NCHWC, act_alpha)};

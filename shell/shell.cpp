@@ -294,7 +294,7 @@ Var dropout(At x, float rate) {
 
 namespace {
 
-// CONV2D's and CONV2D_I8's geometry and activation immediates from opt.
+// CONV2D's, CONV2D_I8's and CONV2D_BF16's geometry and activation immediates from opt.
 std::vector<std::pair<std::string, Imm>> conv_imms(const Conv2dOptions& opt) {
   return {{"stride", imm_ints(opt.stride)},
           {"pad", imm_ints(opt.pad)},
@@ -325,6 +325,16 @@ Var conv2d_i8(At x, Var w_i8, Var scale, Var b, const Conv2dOptions& opt, bool t
   std::vector<std::pair<std::string, Imm>> imms = conv_imms(opt);
   imms.emplace_back("x_scale", imm_i(mode));
   return g->record(Opcode::CONV2D_I8, in, imms, x.loc);
+}
+
+// The transpose recorded first: on a param or constant the derive pass hoists it out of the runs.
+Var conv2d_bf16(At x, Var w_bf16, Var b, const Conv2dOptions& opt) {
+  Graph* g = graph_of(x);
+  if (!g || !g->status()) return Var();
+  const Var wt = g->record(Opcode::CONV_WEIGHTS_BF16, {w_bf16}, {}, x.loc);
+  std::vector<Var> in{x.v, wt};
+  if (b.valid()) in.push_back(b);
+  return g->record(Opcode::CONV2D_BF16, in, conv_imms(opt), x.loc);
 }
 
 // The stride recorded is the kernel when none is given, so the listing says what runs.

@@ -163,6 +163,10 @@ Var conv2d(At x, int64_t out_channels, std::vector<int64_t> kernel, const Conv2d
 // The same with given weights and bias (an invalid Var b: no bias); opt's geometry, groups and
 // activation apply, its names, inits and `bias` do not.
 Var conv2d(At x, Var w, Var b, const Conv2dOptions& opt = {});
+// The same with a bf16 weight (CONV2D_BF16, docs/quantization.md): w_bf16 bf16[out, in, kh, kw] (a
+// param or constant, transposed once by CONV_WEIGHTS_BF16 in the derive section); opt as above
+// (groups 1 only).
+Var conv2d_bf16(At x, Var w_bf16, Var b, const Conv2dOptions& opt = {});
 // y = act(conv(x, W) + b) in int8 (CONV2D_I8, docs/quantization.md): w_i8 i8[out, in, kh, kw] (a
 // param or constant, packed once by CONV_WEIGHTS_I8 in the derive section), scale f32[out] or [1]
 // its per-output-channel scale, b f32[out] or an invalid Var (no bias); opt's geometry and

@@ -742,7 +742,8 @@ TEST(GradCheckTable, EveryOpWithARuleHasACase) {
                     Opcode::AVGPOOL2D_NCHWC, Opcode::GLOBAL_AVGPOOL_NCHWC, Opcode::CONV_WEIGHTS_WINOGRAD,
                     Opcode::CONV2D_WINOGRAD, Opcode::ASSIGN, Opcode::LSTM_BWD, Opcode::GRU_BWD,
                     Opcode::RNN_BWD, Opcode::LINEAR_BF16,
-                    Opcode::LINEAR_WEIGHTS_I8, Opcode::LINEAR_I8, Opcode::CONV_WEIGHTS_I8, Opcode::CONV2D_I8})
+                    Opcode::LINEAR_WEIGHTS_I8, Opcode::LINEAR_I8, Opcode::CONV_WEIGHTS_I8, Opcode::CONV2D_I8,
+                    Opcode::CONV_WEIGHTS_BF16, Opcode::CONV2D_BF16})
     EXPECT_EQ(op_hooks(op).grad, nullptr) << op_info(op).mnemonic;
   for (Opcode op : {Opcode::FILL, Opcode::STEP, Opcode::EQUAL, Opcode::LESS, Opcode::LESS_EQUAL, Opcode::GREATER,
                     Opcode::GREATER_EQUAL, Opcode::FLOOR, Opcode::CEIL, Opcode::ROUND, Opcode::SIGN, Opcode::ARGMAX,

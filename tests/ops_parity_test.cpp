@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "tests/conv_bf16_naive.h"
 #include "tests/linear_bf16_naive.h"
 #include "tests/conv_i8_naive.h"
 #include "tests/linear_i8_naive.h"
@@ -1800,6 +1801,8 @@ const std::map<Opcode, CaseFn>& parity_table() {
       {Opcode::LINEAR_I8, cases_linear_i8},
       {Opcode::CONV_WEIGHTS_I8, cases_conv_weights_i8},
       {Opcode::CONV2D_I8, cases_conv2d_i8},
+      {Opcode::CONV_WEIGHTS_BF16, cases_conv_weights_bf16},
+      {Opcode::CONV2D_BF16, cases_conv2d_bf16},
       {Opcode::SIGN, cases_sign},
       {Opcode::SOFTPLUS, cases_softplus},
       {Opcode::HARDSIGMOID, cases_hardsigmoid},

@@ -215,3 +215,47 @@ void cases_conv2d_i8(ParityRun& r) {
   const std::vector<HostTensor> p = naive_pack_conv_i8(random_i8(Shape{2, 2, 3, 3}, r.rng()));
   r.check_rejected({x, p[0], p[1], random_f32(Shape{2}, r.rng())}, {imm_i("groups", 2)}, "groups must be 1");
 }
+
+// CONV_WEIGHTS_BF16 and CONV2D_BF16 on CONV2D's ungrouped sizes against tests/conv_bf16_naive.h:
+// the transpose exactly; the convolution (wt from the naive transpose) without an activation and with each on a
+// third of the cases, every third case without its bias; a grouped one refused.
+void cases_conv_weights_bf16(ParityRun& r) {
+  for (const ConvCase& c : conv_cases()) {
+    const HostTensor w = random_bf16(Shape{c.o, c.c / c.groups, c.kh, c.kw}, r.rng(), -2, 2);
+    r.check({w}, {}, Expected{transpose_conv_weight(w), {}, EXACT});
+  }
+  for (int64_t n : SWEEP) {  // the size sweep, as O and as C
+    for (const Shape& s : {Shape{n, 1, 1, 1}, Shape{2, n, 1, 3}}) {
+      const HostTensor w = random_bf16(s, r.rng(), -2, 2);
+      r.check({w}, {}, Expected{transpose_conv_weight(w), {}, EXACT});
+    }
+  }
+}
+
+void cases_conv2d_bf16(ParityRun& r) {
+  for (int a = -1; a < static_cast<int>(linear_acts().size()); ++a) {
+    int n = 0;
+    for (size_t ci = 0; ci < conv_cases().size(); ++ci) {
+      const ConvCase& c = conv_cases()[ci];
+      if (c.groups != 1) continue;
+      if (a >= 0 && ci % 3 != static_cast<size_t>(a) % 3) continue;  // each activation on a third of the cases, as CONV2D's
+      const HostTensor x = random_f32(Shape{c.n, c.c, c.h, c.w}, r.rng());
+      const HostTensor w = random_bf16(Shape{c.o, c.c, c.kh, c.kw}, r.rng(), -1, 1);
+      const bool bias = n++ % 3 != 2;
+      const HostTensor b = bias ? random_f32(Shape{c.o}, r.rng()) : HostTensor{TensorType{DType::F32, Shape{c.o}}, {}};
+      const ConvBf16Geom g{c.stride[0], c.stride[1], c.pad[0], c.pad[1], c.dilation[0], c.dilation[1]};
+      std::vector<ImmArg> imms = conv_imms(c);
+      std::function<double(double)> f = [](double z) { return z; };
+      if (a >= 0) {
+        imms.insert(imms.end(), {imm_enum("act", linear_acts()[a].name), imm_f("act_alpha", linear_acts()[a].alpha)});
+        f = linear_acts()[a].f;
+      }
+      const HostTensor wt = transpose_conv_weight(w);
+      if (bias) r.check({x, wt, b}, imms, naive_conv2d_bf16(x, w, b, g, f));
+      else r.check({x, wt}, imms, naive_conv2d_bf16(x, w, b, g, f));
+    }
+  }
+  // Grouped and depthwise convolutions stay f32 (CONV2D).
+  const HostTensor x = random_f32(Shape{1, 4, 5, 5}, r.rng());
+  r.check_rejected({x, random_bf16(Shape{2, 3, 3, 4}, r.rng(), -1, 1)}, {imm_i("groups", 2)}, "groups must be 1");
+}

@@ -308,7 +308,8 @@ void record_cnn(Program& p) {
   Conv2dOptions c1{"conv"};
   c1.stride = {2, 2};
   c1.pad = {1, 1};
-  Var c = relu(conv2d(x, 6, {3, 3}, c1));
+  c1.act = Activation::RELU;
+  Var c = conv2d(x, 6, {3, 3}, c1);
   Conv2dOptions dw{"dw"};
   dw.groups = 6;
   Var d = conv2d(c, 6, {3, 3}, dw);
@@ -353,6 +354,7 @@ TEST(QuantizePass, Int8RewritesConvolutionsWithTheirGeometry) {
   ASSERT_NE(conv, nullptr);
   EXPECT_EQ(conv->ints(NNASM_IMM(CONV2D_I8, stride)), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(conv->ints(NNASM_IMM(CONV2D_I8, pad)), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(conv->i(NNASM_IMM(CONV2D_I8, act)), static_cast<int64_t>(Activation::RELU));
   EXPECT_EQ(conv->in.size(), 5u);  // x, packed, colsum, scale, b
 
   // Outputs close to f32's (8-bit weights and activations), through a model file too.
@@ -393,8 +395,8 @@ TEST(QuantizePass, AMatmulByAStoredWeightBecomesTheDenseLayersReducedForm) {
   }
 }
 
-TEST(QuantizePass, Bf16LeavesConvolutionsF32AndTheReportSaysSo) {
-  Context ctx;
+TEST(QuantizePass, Bf16RewritesConvolutionsButNotDepthwiseOnes) {
+  Context ctx(17);
   Program p(ctx);
   record_cnn(p);
   Context qctx;
@@ -403,11 +405,26 @@ TEST(QuantizePass, Bf16LeavesConvolutionsF32AndTheReportSaysSo) {
   ASSERT_TRUE(r) << r.status().message();
   ASSERT_EQ(r->layers.size(), 3u);
   EXPECT_EQ(r->layers[0].op, "CONV2D");
-  EXPECT_EQ(r->layers[0].chosen, "f32");
-  EXPECT_EQ(r->layers[0].reason, "CONV2D has no bf16 form");
-  EXPECT_LT(r->layers[0].error, 0);
+  EXPECT_EQ(r->layers[0].chosen, "bf16") << r->layers[0].reason;
+  EXPECT_EQ(r->layers[1].chosen, "f32");
   EXPECT_EQ(r->layers[2].chosen, "bf16");
-  EXPECT_EQ(q.desc(q.find("conv.w")).type.dtype, DType::F32);
+  ASSERT_NE(q.find("conv.w.bf16"), NO_TENSOR);
+  EXPECT_EQ(q.desc(q.find("conv.w.bf16")).type, (TensorType{DType::BF16, Shape{6, 4, 3, 3}}));
+  EXPECT_EQ(q.find("conv.w"), NO_TENSOR);
+  const float* w = ctx.at(p.find("conv.w")).f32();
+  const uint16_t* wb = static_cast<const uint16_t*>(qctx.at(q.find("conv.w.bf16")).storage());
+  for (int i = 0; i < 6 * 4 * 9; ++i) ASSERT_EQ(wb[i], bf16_from_f32(w[i])) << i;
+  const Instruction* conv = nullptr;
+  int packs = 0;
+  for (const Instruction& ins : q.code()) {
+    if (ins.op == Opcode::CONV2D_BF16) conv = &ins;
+    packs += ins.op == Opcode::CONV_WEIGHTS_BF16 && ins.section == Section::DERIVE;
+  }
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(packs, 1);
+  EXPECT_EQ(conv->ints(NNASM_IMM(CONV2D_BF16, stride)), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(conv->i(NNASM_IMM(CONV2D_BF16, act)), static_cast<int64_t>(Activation::RELU));
+  expect_close_through_a_file(p, q, pattern(2 * 4 * 7 * 7, 0.3f), "y", 0.01);
 }
 
 TEST(QuantizePass, RefusesATrainingProgram) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # README's "From training to a game", end to end, on a one-epoch model in a scratch directory:
 # train the Fashion-MNIST MLP, export it to a batch-1 inference model, classify the test set from
-# C (samples/classify.c) and from Python (samples/classify.py), and check that the export is what
-# README says (no labels, no training code, batch 1), that both reach a trained model's accuracy,
-# and that C and Python predict the same class for every image. `make test` runs it.
+# C (samples/classify.c) and from Python (samples/classify.py), quantize it to int8 and classify
+# again, and check that the export is what README says (no labels, no training code, batch 1),
+# that all reach a trained model's accuracy, that C and Python predict the same class for every
+# image, and that the int8 model is under 30% of the f32 one's size. `make test` runs it.
 set -euo pipefail
 NNASM=$(cd "$(dirname "$0")/.." && pwd)
 build="$NNASM/build"
@@ -39,4 +40,17 @@ awk -v t="$trained" -v c="$c_acc" -v p="$py_acc" 'BEGIN {
   d = c - t; if (d < 0) d = -d
   exit !(c >= 80 && c == p && d < 0.5) }' ||
   fail "accuracy: training says $trained%, C $c_acc%, Python $py_acc%"
-echo "workflow: trained ($trained%), exported at batch 1, C and Python agree on every image ($c_acc%)"
+
+# int8: a quarter of the weights' bytes (the file holds little else), the accuracy within a point.
+"$build/nnasm" quantize "$work/infer.nnm" --to int8 -o "$work/int8.nnm" > "$work/quantize.txt" 2>&1 ||
+  { cat "$work/quantize.txt" >&2; fail "quantize failed"; }
+"$build/samples/classify" "$work/int8.nnm" > "$work/i8_out.txt" || fail "classify (C) of the int8 model failed"
+i8_acc=$(sed -n 's/^accuracy: \([0-9.]*\)%.*/\1/p' "$work/i8_out.txt")
+f32_bytes=$(stat -c %s "$work/infer.nnm")
+i8_bytes=$(stat -c %s "$work/int8.nnm")
+awk -v c="$c_acc" -v q="$i8_acc" -v a="$f32_bytes" -v b="$i8_bytes" 'BEGIN {
+  d = c - q; if (d < 0) d = -d
+  exit !(d < 1 && b < 0.3 * a) }' ||
+  fail "int8: accuracy $i8_acc% against $c_acc%, $i8_bytes bytes against $f32_bytes"
+echo "workflow: trained ($trained%), exported at batch 1, C and Python agree on every image ($c_acc%)," \
+  "int8 $i8_acc% in $i8_bytes bytes of $f32_bytes"

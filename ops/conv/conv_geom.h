@@ -27,11 +27,11 @@ struct ConvGeom {
   bool pointwise() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
 
-// Immediate positions shared by CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT, CONV2D_NCHWC and CONV2D_I8 (the
-// fused activation: isa/activation.h's fused_act).
+// Immediate positions shared by CONV2D, CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT, CONV2D_NCHWC, CONV2D_I8 and
+// CONV2D_BF16 (the fused activation: isa/activation.h's fused_act).
 #define NNASM_CONV_IMM(key)                                                                   \
   NNASM_IMM_SHARED(key, Opcode::CONV2D, Opcode::CONV2D_BWD_DATA, Opcode::CONV2D_BWD_WEIGHT, \
-                   Opcode::CONV2D_NCHWC, Opcode::CONV2D_I8)
+                   Opcode::CONV2D_NCHWC, Opcode::CONV2D_I8, Opcode::CONV2D_BF16)
 constexpr int CONV_STRIDE = NNASM_CONV_IMM(stride), CONV_PAD = NNASM_CONV_IMM(pad),
               CONV_DILATION = NNASM_CONV_IMM(dilation), CONV_GROUPS = NNASM_CONV_IMM(groups);
 #undef NNASM_CONV_IMM
