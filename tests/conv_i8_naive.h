@@ -37,9 +37,15 @@ struct ConvI8Geom {
 
 // y = f(fma(f32(Σ (q − zp)·w), sx·s, b) + p) for x [N, C, H, W], w i8 [O, C, kh, kw], scale [O]
 // or [1], b [O] (empty: none); `tensor`: one sx and zp for all of x. Exact unless `tol` says.
+// `given` (x_scale=given): sx and zp, q = naive_given_q; an image with a NaN or ±inf, or a NaN sx,
+// gives NaN outputs.
+struct GivenQ {
+  float sx;
+  int64_t zp;
+};
 inline Expected naive_conv2d_i8(const HostTensor& x, const HostTensor& w, const HostTensor& scale, const HostTensor& b,
                                 const ConvI8Geom& g, bool tensor, const std::function<float(float)>& f,
-                                Tolerance tol = {0, 0}) {
+                                Tolerance tol = {0, 0}, const GivenQ* given = nullptr) {
   const Shape& xs = x.type.shape;
   const Shape& ws = w.type.shape;
   const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3], o = ws[0], kh = ws[2], kw = ws[3];
@@ -48,9 +54,11 @@ inline Expected naive_conv2d_i8(const HostTensor& x, const HostTensor& w, const 
   const int64_t image = c * h * wd;
   for (int64_t nn = 0; nn < n; ++nn) {
     const int64_t g0 = tensor ? 0 : nn * image, g1 = tensor ? n * image : (nn + 1) * image;
-    const NaiveQuant nq = naive_quant(x, g0, g1);
-    const float sx = nq.sx;
-    const int64_t zp = nq.zp;
+    NaiveQuant nq = naive_quant(x, g0, g1);
+    if (given) nq.finite = nq.finite && !std::isnan(given->sx);
+    const float sx = given ? given->sx : nq.sx;
+    const int64_t zp = given ? given->zp : nq.zp;
+    auto q = [&](float v) { return given ? naive_given_q(v, sx, zp) : nq.q(v); };
     for (int64_t oo = 0; oo < o; ++oo)
       for (int64_t oy = 0; oy < ho; ++oy)
         for (int64_t ox = 0; ox < wo; ++ox) {
@@ -66,7 +74,7 @@ inline Expected naive_conv2d_i8(const HostTensor& x, const HostTensor& w, const 
                 const float v = iy >= 0 && iy < h && ix >= 0 && ix < wd
                                     ? static_cast<float>(x.v[static_cast<size_t>(((nn * c + cc) * h + iy) * wd + ix)])
                                     : 0.f;
-                acc += (nq.q(v) - zp) * static_cast<int64_t>(w.v[static_cast<size_t>(((oo * c + cc) * kh + i) * kw + j)]);
+                acc += (q(v) - zp) * static_cast<int64_t>(w.v[static_cast<size_t>(((oo * c + cc) * kh + i) * kw + j)]);
               }
           const float s = static_cast<float>(scale.v[scale.v.size() == 1 ? 0 : static_cast<size_t>(oo)]);
           const float bo = b.v.empty() ? 0.f : static_cast<float>(b.v[static_cast<size_t>(oo)]);

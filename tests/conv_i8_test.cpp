@@ -1,5 +1,5 @@
 // CONV_WEIGHTS_I8 and CONV2D_I8 beyond the parity sweep: odd channel counts, sizes, kernels,
-// strides, pads and dilations, both x_scale modes, one and three images, with and without bias,
+// strides, pads and dilations, the x_scale modes (given: sx and zp as inputs), one and three images, with and without bias,
 // every fused activation, at every JIT level and with the JIT off, against the naive loop of
 // tests/conv_i8_naive.h (exact: the integer part is exact and the epilogue the same f32
 // operations), with the kernel that ran asserted (vpdpbusd where the CPU has VNNI); NaN, ±inf,
@@ -80,6 +80,18 @@ OpOutput run_i8(const HostTensor& x, const HostTensor& w, const HostTensor& s, c
   return run_op(Opcode::CONV2D_I8, in, imms, false, cfg);
 }
 
+// x_scale=given: sx and zp as the last two inputs (6, or 7 with the bias).
+OpOutput run_given(const HostTensor& x, const HostTensor& w, const HostTensor& s, const HostTensor& b, float sx,
+                   int64_t zp, bool rank0, std::vector<ImmArg> imms, const RunConfig& cfg) {
+  const std::vector<HostTensor> p = naive_pack_conv_i8(w);
+  std::vector<HostTensor> in{x, p[0], p[1], s};
+  if (!b.v.empty()) in.push_back(b);
+  in.push_back(host(DType::F32, rank0 ? Shape() : Shape{1}, {sx}));
+  in.push_back(host(DType::U8, rank0 ? Shape() : Shape{1}, {static_cast<double>(zp)}));
+  imms.push_back(imm_enum("x_scale", "given"));
+  return run_op(Opcode::CONV2D_I8, in, imms, false, cfg);
+}
+
 TEST(ConvI8, PacksTheWeightAndSumsIt) {
   std::mt19937 rng(5);
   for (int64_t c : {1, 3, 4, 5, 17})
@@ -102,19 +114,26 @@ TEST(ConvI8, MatchesNaiveLoopAtEveryLevelAndWithJitOff) {
         const int64_t ch = CS[(ki + t) % 3], o = OS[(ki + 2 * t) % 3], h = HW[t], w = HW[(t + ki) % 3];
         if (!fits(h, k) || !fits(w, k)) continue;
         const Activation act = static_cast<Activation>(c % ACTIVATION_COUNT);
-        const bool tensor = (c / ACTIVATION_COUNT) % 2, bias = c % 4 != 3;
+        const int mode = (c / ACTIVATION_COUNT) % 3;  // image, tensor, given
+        const bool tensor = mode == 1, bias = c % 4 != 3;
         const int64_t n = c % 3 == 1 ? 3 : 1;
+        // given: a scale that clips now and then, sometimes 0, any zero point, a NaN now and then.
+        const GivenQ gq{c % 13 == 5 ? 0.f : 5.f / 255.f * static_cast<float>(c % 4 + 1) / 3.f, (c * 53) % 256};
         ++c;
-        const HostTensor x = random_f32(Shape{n, ch, h, w}, rng, -2, 3);
+        HostTensor x = random_f32(Shape{n, ch, h, w}, rng, -2, 3);
+        if (mode == 2 && c % 5 == 0) x.v[x.v.size() - 1] = NaN;
         const HostTensor wt = random_i8(Shape{o, ch, k.k, k.k}, rng);
         const HostTensor s = random_f32(Shape{c % 3 ? o : 1}, rng, 0.001, 0.02);
         const HostTensor b = bias ? random_f32(Shape{o}, rng, -1, 1) : HostTensor{TensorType{DType::F32, Shape{o}}, {}};
         const std::vector<ImmArg> imms = imms_of(k, act, tensor);
         SCOPED_TRACE(describe(Opcode::CONV2D_I8, {x, wt, s}, imms) + (bias ? " bias " : " no bias ") +
-                     (lv.isa.empty() ? "ref" : lv.isa));
-        const OpOutput y = run_i8(x, wt, s, b, imms, lv.cfg);
+                     (lv.isa.empty() ? "ref" : lv.isa) + (mode == 2 ? fmt::format(" given {} {}", gq.sx, gq.zp) : ""));
+        const OpOutput y = mode == 2 ? run_given(x, wt, s, b, gq.sx, gq.zp, c % 2, imms, lv.cfg)
+                                     : run_i8(x, wt, s, b, imms, lv.cfg);
         ASSERT_TRUE(y.status) << y.status.message();
-        EXPECT_TRUE(matches(naive_conv2d_i8(x, wt, s, b, geom_of(k), tensor, act_fn(act), act_tol(act)), y));
+        EXPECT_TRUE(matches(naive_conv2d_i8(x, wt, s, b, geom_of(k), tensor, act_fn(act), act_tol(act),
+                                            mode == 2 ? &gq : nullptr),
+                            y));
         expect_i8_kernel(y, lv);
       }
     EXPECT_GT(c, 25);
@@ -221,14 +240,7 @@ TEST(ConvI8, EachKernelVariantEqualsTheReferenceBitwise) {
             void* want_ptrs[] = {want.data()};
             const KernelArgs ref_args{in_ptrs, want_ptrs, types, outs, &ins, n_in, 1, scratch.data(), nullptr, scratch.data()};
             op_hooks(Opcode::CONV2D_I8).ref(&ref_args);
-            int bad = 0;
-            for (size_t i = 0; i < y.size(); ++i) {
-              const bool same = std::isnan(want[i]) ? std::isnan(y[i]) : std::memcmp(&y[i], &want[i], 4) == 0;
-              const bool close = std::isnan(want[i]) ? std::isnan(y[i])
-                                                     : std::fabs(y[i] - want[i]) <= 1e-6 + 4e-6 * std::fabs(want[i]);
-              if (!(exact_act(act) ? same : close) && bad++ < 5)
-                ADD_FAILURE() << "at " << i << ": got " << y[i] << ", reference " << want[i];
-            }
+            expect_kernel_equals_reference(y, want, exact_act(act));
           }
     }
   if (cpu_info().avx512_vnni && cpu_info().best == Isa::AVX512) {
@@ -237,6 +249,71 @@ TEST(ConvI8, EachKernelVariantEqualsTheReferenceBitwise) {
 }
 
 // Two threads split the pixels into parts; each value is as one thread computes it.
+// x_scale=given: both kernels bitwise against the reference, sx = 0, NaN images and every
+// activation among them.
+TEST(ConvI8, GivenScaleEachKernelVariantEqualsTheReferenceBitwise) {
+  std::mt19937 rng(61);
+  KernelCache cache;
+  for (Isa isa : jit_levels())
+    for (bool vnni : {false, true}) {
+      if (vnni && !linear_i8_has_vnni(isa)) continue;
+      int c = 0;
+      for (const Kern& k : KERNELS)
+        for (int64_t ch : {3, 17})
+          for (int64_t o : {7, 33}) {
+            const int64_t h = 4 + c % 11, w = 3 + (c * 7) % 13, n = c % 4 == 1 ? 2 : 1;
+            const Activation act = static_cast<Activation>(c % ACTIVATION_COUNT);
+            const bool bias = c % 3 != 2;
+            const float sx = c % 7 == 3 ? 0.f : 0.004f * static_cast<float>(1 + c % 9);
+            const uint8_t zp = static_cast<uint8_t>((c * 37) % 256);
+            ++c;
+            if (!fits(h, k) || !fits(w, k)) continue;
+            HostTensor x = random_f32(Shape{n, ch, h, w}, rng, -3, 2);
+            if (c % 6 == 0) x.v[0] = NaN;
+            const HostTensor wt = random_i8(Shape{o, ch, k.k, k.k}, rng);
+            const std::vector<HostTensor> p = naive_pack_conv_i8(wt);
+            const HostTensor s = random_f32(Shape{c % 3 ? o : 1}, rng, 0.001, 0.02);
+            const HostTensor b = random_f32(Shape{o}, rng, -1, 1);
+            std::vector<ImmArg> imms = imms_of(k, act, false);
+            imms.push_back(imm_enum("x_scale", "given"));
+            SCOPED_TRACE(describe(Opcode::CONV2D_I8, {x, wt, s}, imms) + " " + isa_name(isa) + (vnni ? " vnni" : "") +
+                         (bias ? "" : " no bias"));
+            const int n_in = bias ? 7 : 6;
+            std::vector<TensorId> ids;
+            for (int i = 0; i < n_in; ++i) ids.push_back(static_cast<TensorId>(i));
+            Instruction ins = make_instruction(Opcode::CONV2D_I8, ids, {static_cast<TensorId>(n_in)});
+            ASSERT_EQ(apply_imms(&ins, imms), "");
+            const int64_t ho = (h + 2 * k.p - k.d * (k.k - 1) - 1) / k.s + 1, wo = (w + 2 * k.p - k.d * (k.k - 1) - 1) / k.s + 1;
+            const TensorType out_t{DType::F32, Shape{n, o, ho, wo}}, sx_t{DType::F32, Shape{}}, zp_t{DType::U8, Shape{1}};
+            std::vector<TensorType> types{x.type, p[0].type, p[1].type, s.type};
+            if (bias) types.push_back(b.type);
+            types.insert(types.end(), {sx_t, zp_t, out_t});
+            const TensorType* outs = types.data() + n_in;
+            Result<std::shared_ptr<const JitKernel>> kern = conv2d_i8_kernel(ins, types.data(), isa, vnni, cache);
+            ASSERT_TRUE(kern) << kern.status().message();
+            ASSERT_NE(kern.value(), nullptr);
+            std::vector<float> xf(x.v.begin(), x.v.end()), sf(s.v.begin(), s.v.end()), bf(b.v.begin(), b.v.end());
+            std::vector<int8_t> wp(p[0].v.begin(), p[0].v.end());
+            std::vector<int32_t> cs(p[1].v.begin(), p[1].v.end());
+            std::vector<float> y(static_cast<size_t>(n * o * ho * wo + 16), -7.f), want(y.size(), -7.f);
+            AlignedBuffer scratch(op_hooks(Opcode::CONV2D_I8).scratch(ins, types.data(), outs));
+            std::vector<const void*> in_ptrs{xf.data(), wp.data(), cs.data(), sf.data()};
+            if (bias) in_ptrs.push_back(bf.data());
+            in_ptrs.push_back(&sx);
+            in_ptrs.push_back(&zp);
+            void* out_ptrs[] = {y.data()};
+            const KernelArgs args{in_ptrs.data(), out_ptrs, types.data(), outs, &ins, n_in, 1, scratch.data(), nullptr,
+                                  scratch.data()};
+            kern.value()->fn()(&args);
+            void* want_ptrs[] = {want.data()};
+            const KernelArgs ref_args{in_ptrs.data(), want_ptrs, types.data(), outs, &ins, n_in, 1, scratch.data(),
+                                      nullptr, scratch.data()};
+            op_hooks(Opcode::CONV2D_I8).ref(&ref_args);
+            expect_kernel_equals_reference(y, want, exact_act(act));
+          }
+    }
+}
+
 TEST(ConvI8, PartsSplitThePixels) {
   std::mt19937 rng(41);
   const HostTensor x = random_f32(Shape{1, 19, 23, 21}, rng, -1, 2);
@@ -279,6 +356,14 @@ TEST(ConvI8, ShapeErrorsNameTheOperand) {
   fails({x, wp, cs, TensorType{DType::I32, Shape{3}}, b}, {"weight scale", "i32[3]"});
   fails({x, wp, cs, s, TensorType{DType::F32, Shape{4}}}, {"bias", "f32[4]", "must be f32[3]"});
   fails({x, wp, cs, s, TensorType{DType::I8, Shape{3}}}, {"bias", "i8[3]", "must be f32[3]"});
+  const TensorType sx{DType::F32, Shape{1}}, zp{DType::U8, Shape{}};
+  const ImmArg given = imm_enum("x_scale", "given");
+  fails({x, wp, cs, s, b, sx}, {"CONV2D_I8 takes 4 or 5 inputs", "x_scale=given adds sx, zp", "got 6"});
+  fails({x, wp, cs, s, b}, {"x_scale=given takes 6 or 7 inputs", "got 5"}, {given});
+  fails({x, wp, cs, s, b, TensorType{DType::F32, Shape{3}}, zp}, {"x's scale", "f32[3]", "f32[] or f32[1]"}, {given});
+  fails({x, wp, cs, s, zp, zp}, {"x's scale", "u8[]"}, {given});
+  fails({x, wp, cs, s, b, sx, TensorType{DType::I8, Shape{}}}, {"x's zero point", "i8[]", "u8[] or u8[1]"}, {given});
+  fails({x, wp, cs, s, TensorType{DType::F32, Shape{4}}, sx, zp}, {"bias", "f32[4]"}, {given});
   EXPECT_TRUE(append_fails(Opcode::CONV_WEIGHTS_I8, {TensorType{DType::F32, Shape{3, 5, 3, 3}}}, {},
                            {"CONV_WEIGHTS_I8", "f32[3,5,3,3]", "must be i8[out, in, kh, kw]", "QUANTIZE"}));
   EXPECT_TRUE(append_fails(Opcode::CONV_WEIGHTS_I8, {TensorType{DType::I8, Shape{5, 3}}}, {},

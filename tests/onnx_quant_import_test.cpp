@@ -4,7 +4,8 @@
 // misuse a model can hold (scales of the wrong length, zero or NaN scales, zero points out of
 // range or of the wrong type) as an import error naming the node, and quantize_dynamic's MatMul
 // chains as LINEAR_I8 (onnx_fuse_quant.cpp) against ONNX's formula, with the chains that must
-// not match.
+// not match; quantize_static's QDQ MatMul / Gemm chains as LINEAR_I8 x_scale=given against a
+// naive evaluation of the graph, and those that must not match; the same for Conv (CONV2D_I8).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -390,6 +391,20 @@ int count_op(const Program& p, Opcode op) {
   return n;
 }
 
+// Every node imported, as two LINEAR_I8 of x_scale `mode` with their packings, no MATMUL and no
+// QUANTIZE left.
+void expect_two_linear_i8(const Imported& im, int64_t mode) {
+  EXPECT_EQ(im.report.imported, im.report.nodes);
+  EXPECT_EQ(count_op(im.p, Opcode::LINEAR_I8), 2);
+  EXPECT_EQ(count_op(im.p, Opcode::LINEAR_WEIGHTS_I8), 2);
+  EXPECT_EQ(count_op(im.p, Opcode::MATMUL), 0);
+  EXPECT_EQ(count_op(im.p, Opcode::QUANTIZE), 0);
+  for (const Instruction& ins : im.p.code())
+    if (ins.op == Opcode::LINEAR_I8) {
+      EXPECT_EQ(ins.i(NNASM_IMM(LINEAR_I8, x_scale)), mode);
+    }
+}
+
 F random_input(size_t n, uint32_t seed) {
   F x(n);
   for (float& v : x) v = static_cast<float>(static_cast<int32_t>(lcg(&seed) >> 16) - 24000) / 8192.f;
@@ -425,15 +440,7 @@ TEST(OnnxQuantImport, DynamicQuantizedMlpIsLinearI8) {
     add_dyn_layer(m, l2, "h", "y", "l2.");
     auto im = import(m.bytes());
     ASSERT_TRUE(im->status.is_ok()) << problem(*im);
-    EXPECT_EQ(im->report.imported, im->report.nodes);
-    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_I8), 2);
-    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_WEIGHTS_I8), 2);
-    EXPECT_EQ(count_op(im->p, Opcode::MATMUL), 0);
-    EXPECT_EQ(count_op(im->p, Opcode::QUANTIZE), 0);  // DynamicQuantizeLinear left out too
-    for (const Instruction& ins : im->p.code())
-      if (ins.op == Opcode::LINEAR_I8) {
-        EXPECT_EQ(ins.i(NNASM_IMM(LINEAR_I8, x_scale)), NNASM_CHOICE(LINEAR_I8, x_scale, tensor));
-      }
+    expect_two_linear_i8(*im, NNASM_CHOICE(LINEAR_I8, x_scale, tensor));  // DynamicQuantizeLinear left out too
 
     const F x = random_input(3 * 784, 11);
     std::vector<float> slack1, slack2;
@@ -530,6 +537,269 @@ TEST(OnnxQuantImport, DynamicQuantizedChainsThatDoNotMatch) {
     EXPECT_NE(problem(*im).find("node 'l.mmi' (op MatMulInteger, opset 13): not supported: the product runs in f32"),
               std::string::npos)
         << problem(*im);
+  }
+}
+
+// ---- static QDQ MatMul / Gemm chains as LINEAR_I8 x_scale=given (onnx_fuse_quant.cpp)
+
+// A layer as ONNX Runtime's quantize_static (QDQ) writes it: x's QuantizeLinear/DequantizeLinear
+// (sx, zx u8), W i8 [K,O] (Gemm transB: [O,K]) through DequantizeLinear with its scale per tensor
+// or per output, a bias (an Add after the MatMul, or Gemm's C), or none.
+struct QdqLayer {
+  int64_t k, o;
+  bool gemm = false;       // Gemm transB=1 (W stored [O,K]), else MatMul
+  std::vector<int32_t> w;  // [K,O] values (stored transposed for Gemm)
+  F scale, bias;
+  float sx;
+  int32_t zx;
+};
+
+QdqLayer qdq_layer(int64_t k, int64_t o, bool per_column, bool bias, bool gemm, float sx, int32_t zx, uint32_t seed) {
+  QdqLayer l;
+  l.k = k, l.o = o, l.gemm = gemm, l.sx = sx, l.zx = zx;
+  for (int64_t e = 0; e < k * o; ++e) l.w.push_back(static_cast<int32_t>(lcg(&seed) >> 24) - 128);
+  for (int64_t c = 0; c < (per_column ? o : 1); ++c) l.scale.push_back(0.001f + 0.0005f * static_cast<float>(lcg(&seed) >> 28));
+  if (bias)
+    for (int64_t c = 0; c < o; ++c) l.bias.push_back(static_cast<float>(static_cast<int32_t>(lcg(&seed) >> 20) - 2048) / 4096.f);
+  return l;
+}
+
+void add_qdq_layer(B& m, const QdqLayer& l, const std::string& x, const std::string& y, const std::string& p) {
+  std::vector<int32_t> stored = l.w;
+  if (l.gemm)
+    for (int64_t kk = 0; kk < l.k; ++kk)
+      for (int64_t c = 0; c < l.o; ++c) stored[c * l.k + kk] = l.w[kk * l.o + c];
+  m.initializer_int(p + "W", l.gemm ? std::vector<int64_t>{l.o, l.k} : std::vector<int64_t>{l.k, l.o},
+                    onnx::TensorProto::INT8, stored);
+  m.initializer(p + "Ws", l.scale.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{l.o}, l.scale);
+  m.initializer_int(p + "Wz", l.scale.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{l.o},
+                    onnx::TensorProto::INT8, std::vector<int32_t>(l.scale.size(), 0));
+  m.initializer(p + "sx", {}, {l.sx}).initializer_int(p + "zx", {}, onnx::TensorProto::UINT8, {l.zx});
+  m.node("QuantizeLinear", {x, p + "sx", p + "zx"}, {p + "xq"}, p + "q");
+  m.node("DequantizeLinear", {p + "xq", p + "sx", p + "zx"}, {p + "xd"}, p + "dq");
+  B::attr(m.node("DequantizeLinear", {p + "W", p + "Ws", p + "Wz"}, {p + "Wd"}, p + "dqw"), "axis",
+          int64_t(l.gemm ? 0 : 1));
+  if (l.gemm) {
+    std::vector<std::string> in = {p + "xd", p + "Wd"};
+    if (!l.bias.empty()) {
+      m.initializer(p + "b", {l.o}, l.bias);
+      in.push_back(p + "b");
+    }
+    B::attr(m.node("Gemm", in, {y}, p + "gemm"), "transB", int64_t(1));
+    return;
+  }
+  const std::string mm_out = l.bias.empty() ? y : p + "mm";
+  m.node("MatMul", {p + "xd", p + "Wd"}, {mm_out}, p + "matmul");
+  if (!l.bias.empty()) {
+    m.initializer(p + "b", {l.o}, l.bias);
+    m.node("Add", {mm_out, p + "b"}, {y}, p + "add");
+  }
+}
+
+// The ONNX graph evaluated naively: xd = (sat(rne(x/sx) + zx) − zx)·sx and wd = w·sw in f32, as
+// DequantizeLinear rounds them, then Σ xd·wd + b in double. `slack` gets Σ |xd·wd| + |b|.
+F onnx_qdq_layer(const QdqLayer& l, const F& x, F* slack) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / l.k;
+  F y(static_cast<size_t>(rows * l.o));
+  slack->assign(y.size(), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < l.o; ++o) {
+      double acc = l.bias.empty() ? 0 : l.bias[o], mag = l.bias.empty() ? 0 : std::fabs(l.bias[o]);
+      for (int64_t k = 0; k < l.k; ++k) {
+        const float q = std::min(std::max(round_half_even(x[r * l.k + k] / l.sx) + static_cast<float>(l.zx), 0.f), 255.f);
+        const float xd = (q - static_cast<float>(l.zx)) * l.sx;
+        const float wd = static_cast<float>(l.w[k * l.o + o]) * l.scale[l.scale.size() == 1 ? 0 : o];
+        acc += static_cast<double>(xd) * wd;
+        mag += std::fabs(static_cast<double>(xd) * wd);
+      }
+      y[r * l.o + o] = static_cast<float>(acc);
+      (*slack)[r * l.o + o] = static_cast<float>(mag);
+    }
+  return y;
+}
+
+// x [3,784] → layer 1 (784→256) → Relu → h (also a graph output) → layer 2 (256→10) → y: each
+// layer one LINEAR_I8 x_scale=given, no MATMUL, QUANTIZE or DEQUANTIZE left; each layer's
+// outputs the naive evaluation's to the f32 summation's rounding (layer 2 fed our h, so that a
+// quantum flipped at a rounding tie of h does not count).
+TEST(OnnxQuantImport, StaticQdqMlpIsLinearI8Given) {
+  struct Case {
+    bool per_column, bias, gemm;
+  };
+  for (const Case c : {Case{false, false, false}, Case{true, true, false}, Case{true, true, true}, Case{false, false, true},
+                       Case{true, false, false}}) {
+    SCOPED_TRACE(::testing::Message() << "per_column " << c.per_column << " bias " << c.bias << " gemm " << c.gemm);
+    const QdqLayer l1 = qdq_layer(784, 256, c.per_column, c.bias, c.gemm, 6.f / 255.f, 128, 7);
+    const QdqLayer l2 = qdq_layer(256, 10, c.per_column, c.bias, c.gemm, 0.05f, 0, 8);
+    B m(13);
+    m.input("x", {3, 784}).output("y").output("h");
+    add_qdq_layer(m, l1, "x", "h0", "l1.");
+    m.node("Relu", {"h0"}, {"h"});
+    add_qdq_layer(m, l2, "h", "y", "l2.");
+    auto im = import(m.bytes());
+    ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+    expect_two_linear_i8(*im, NNASM_CHOICE(LINEAR_I8, x_scale, given));
+    EXPECT_EQ(count_op(im->p, Opcode::DEQUANTIZE), 0);
+
+    const F x = random_input(3 * 784, 11);
+    F slack1, slack2;
+    const F want_h0 = onnx_qdq_layer(l1, x, &slack1);
+    const F y = run_y(*im, x, 30);
+    const float* hp = im->ctx.at(im->p.find("h")).f32();
+    const F h(hp, hp + 3 * 256);
+    for (size_t e = 0; e < h.size(); ++e) EXPECT_NEAR(h[e], std::max(want_h0[e], 0.f), 1e-6f * slack1[e]) << e;
+    const F want_y = onnx_qdq_layer(l2, h, &slack2);
+    for (size_t e = 0; e < want_y.size(); ++e) EXPECT_NEAR(y[e], want_y[e], 1e-6f * slack2[e]) << e;
+  }
+}
+
+// Chains that must not become LINEAR_I8 x_scale=given import node by node (MATMUL in f32): x's
+// DequantizeLinear with another scale than its QuantizeLinear, W's scale along the wrong axis,
+// Gemm with alpha 2, W a graph input, a zero x scale (refused as node by node). x's DequantizeLinear also a graph output still gives the
+// LINEAR_I8 (which quantizes x itself), and the QuantizeLinear/DequantizeLinear stay for that
+// output.
+TEST(OnnxQuantImport, StaticQdqChainsThatDoNotMatch) {
+  enum Kind { OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT, ZERO_SCALE };
+  for (Kind kind : {OTHER_SCALE, XD_OUTPUT, WRONG_AXIS, ALPHA, W_INPUT, ZERO_SCALE}) {
+    SCOPED_TRACE(kind);
+    QdqLayer l = qdq_layer(16, 4, true, true, kind == ALPHA, kind == ZERO_SCALE ? 0.f : 0.02f, 100, 9);
+    B m(13);
+    m.input("x", {2, 16}).output("y");
+    add_qdq_layer(m, l, "x", "y", "l.");
+    onnx::GraphProto& g = m.graph();
+    if (kind == OTHER_SCALE) {
+      m.initializer("l.sx2", {}, {0.04f});
+      g.mutable_node(1)->set_input(1, "l.sx2");
+    }
+    if (kind == XD_OUTPUT) m.output("l.xd");
+    if (kind == WRONG_AXIS) g.mutable_node(2)->mutable_attribute(0)->set_i(0);
+    if (kind == ALPHA) B::attr(*g.mutable_node(3), "alpha", 2.f);
+    if (kind == W_INPUT) {
+      g.mutable_initializer(0)->set_name("unused");
+      m.input("l.W", {16, 4}, onnx::TensorProto::INT8);
+    }
+    auto im = import(m.bytes());
+    if (kind == WRONG_AXIS) {  // DequantizeLinear itself refuses 4 scales along W's 16
+      EXPECT_FALSE(im->status.is_ok());
+      continue;
+    }
+    if (kind == ZERO_SCALE) {  // not fused: QuantizeLinear's own mapping refuses it, naming the node
+      EXPECT_FALSE(im->status.is_ok());
+      EXPECT_NE(problem(*im).find("'l.q'"), std::string::npos) << problem(*im);
+      continue;
+    }
+    ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+    EXPECT_EQ(count_op(im->p, Opcode::LINEAR_I8), kind == XD_OUTPUT ? 1 : 0);
+    EXPECT_EQ(count_op(im->p, Opcode::MATMUL), kind == XD_OUTPUT ? 0 : 1);
+    EXPECT_GE(count_op(im->p, Opcode::QUANTIZE), 1);
+    if (kind != XD_OUTPUT) continue;
+    EXPECT_EQ(count_op(im->p, Opcode::DEQUANTIZE), 1);
+    const F x = random_input(2 * 16, 4);
+    F slack;
+    const F want = onnx_qdq_layer(l, x, &slack);
+    const F got = run_y(*im, x, want.size());
+    for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(got[e], want[e], 1e-6f * slack[e]) << e;
+  }
+}
+
+// x [2,5,9,8] → QuantizeLinear/DequantizeLinear → Conv(DequantizeLinear(W i8 [7,5,kh,kw], scale
+// per tensor or per output channel, axis 0), B) → y: one CONV2D_I8 x_scale=given, against the
+// graph evaluated naively (f32 dequantization, zero padding, a double sum) to the f32 summation's
+// rounding; a grouped Conv and asymmetric pads import node by node.
+TEST(OnnxQuantImport, StaticQdqConvIsConv2dI8Given) {
+  struct Case {
+    int64_t k, stride, pad;
+    bool per_channel, bias, bias_i32 = false;  // bias_i32: B = DequantizeLinear(i32, sx·sw), as ONNX Runtime writes it
+  };
+  const int64_t n = 2, c = 5, h = 9, wd = 8, o = 7;
+  const float sx = 0.03f;
+  const int32_t zx = 77;
+  for (const Case cs : {Case{3, 1, 1, true, true}, Case{1, 2, 0, false, false}, Case{3, 2, 0, true, false},
+                        Case{5, 1, 2, false, true}, Case{3, 1, 1, true, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << "k " << cs.k << " stride " << cs.stride << " pad " << cs.pad);
+    uint32_t seed = 17;
+    std::vector<int32_t> w;
+    for (int64_t e = 0; e < o * c * cs.k * cs.k; ++e) w.push_back(static_cast<int32_t>(lcg(&seed) >> 24) - 128);
+    F scale, bias;
+    for (int64_t i = 0; i < (cs.per_channel ? o : 1); ++i) scale.push_back(0.001f + 0.0005f * static_cast<float>(lcg(&seed) >> 28));
+    for (int64_t i = 0; i < o; ++i) bias.push_back(static_cast<float>(static_cast<int32_t>(lcg(&seed) >> 20) - 2048) / 4096.f);
+    B m(13);
+    m.input("x", {n, c, h, wd}).output("y");
+    m.initializer_int("W", {o, c, cs.k, cs.k}, onnx::TensorProto::INT8, w);
+    m.initializer("Ws", cs.per_channel ? std::vector<int64_t>{o} : std::vector<int64_t>{}, scale);
+    m.initializer("sx", {}, {sx}).initializer_int("zx", {}, onnx::TensorProto::UINT8, {zx});
+    m.node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}, "q");
+    m.node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}, "dq");
+    B::attr(m.node("DequantizeLinear", {"W", "Ws"}, {"Wd"}, "dqw"), "axis", int64_t(0));
+    std::vector<std::string> in = {"xd", "Wd"};
+    if (cs.bias && !cs.bias_i32) {
+      m.initializer("b", {o}, bias);
+      in.push_back("b");
+    }
+    if (cs.bias_i32) {
+      std::vector<int32_t> bq;
+      F bs;
+      for (int64_t i = 0; i < o; ++i) {
+        bs.push_back(sx * scale[cs.per_channel ? i : 0]);
+        bq.push_back(static_cast<int32_t>(std::lrint(bias[i] / bs.back())));
+        bias[i] = static_cast<float>(bq.back()) * bs.back();  // what DequantizeLinear gives
+      }
+      m.initializer_int("bq", {o}, onnx::TensorProto::INT32, bq).initializer("bs", {o}, bs);
+      m.node("DequantizeLinear", {"bq", "bs"}, {"bd"}, "dqb");
+      in.push_back("bd");
+    }
+    auto& conv = m.node("Conv", in, {"y"}, "conv");
+    B::attr(conv, "strides", std::vector<int64_t>{cs.stride, cs.stride});
+    B::attr(conv, "pads", std::vector<int64_t>{cs.pad, cs.pad, cs.pad, cs.pad});
+    auto im = import(m.bytes());
+    ASSERT_TRUE(im->status.is_ok()) << problem(*im);
+    EXPECT_EQ(im->report.imported, im->report.nodes);
+    EXPECT_EQ(count_op(im->p, Opcode::CONV2D_I8), 1);
+    EXPECT_EQ(count_op(im->p, Opcode::CONV2D), 0);
+    EXPECT_EQ(count_op(im->p, Opcode::QUANTIZE), 0);
+    EXPECT_EQ(count_op(im->p, Opcode::DEQUANTIZE), 0);
+
+    const int64_t ho = (h + 2 * cs.pad - cs.k) / cs.stride + 1, wo = (wd + 2 * cs.pad - cs.k) / cs.stride + 1;
+    const F x = random_input(static_cast<size_t>(n * c * h * wd), 21);
+    const F got = run_y(*im, x, static_cast<size_t>(n * o * ho * wo));
+    for (int64_t nn = 0; nn < n; ++nn)
+      for (int64_t oo = 0; oo < o; ++oo)
+        for (int64_t oy = 0; oy < ho; ++oy)
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            double acc = cs.bias ? bias[oo] : 0, mag = std::fabs(acc);
+            for (int64_t cc = 0; cc < c; ++cc)
+              for (int64_t i = 0; i < cs.k; ++i)
+                for (int64_t j = 0; j < cs.k; ++j) {
+                  const int64_t iy = oy * cs.stride - cs.pad + i, ix = ox * cs.stride - cs.pad + j;
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                  const float v = x[((nn * c + cc) * h + iy) * wd + ix];
+                  const float q = std::min(std::max(round_half_even(v / sx) + static_cast<float>(zx), 0.f), 255.f);
+                  const float xd = (q - static_cast<float>(zx)) * sx;
+                  const float wv = static_cast<float>(w[((oo * c + cc) * cs.k + i) * cs.k + j]) * scale[cs.per_channel ? oo : 0];
+                  acc += static_cast<double>(xd) * wv;
+                  mag += std::fabs(static_cast<double>(xd) * wv);
+                }
+            const size_t e = static_cast<size_t>(((nn * o + oo) * ho + oy) * wo + ox);
+            EXPECT_NEAR(got[e], acc, 1e-6 * mag) << e;
+          }
+  }
+  // Not matched: group 5 (depthwise) and asymmetric pads stay node by node.
+  for (int kind = 0; kind < 2; ++kind) {
+    B m(13);
+    const int64_t wc = kind == 0 ? 1 : c;
+    m.input("x", {n, c, h, wd}).output("y");
+    m.initializer_int("W", {5, wc, 3, 3}, onnx::TensorProto::INT8, std::vector<int32_t>(static_cast<size_t>(5 * wc * 9), 3));
+    m.initializer("Ws", {}, {0.01f}).initializer("sx", {}, {sx}).initializer_int("zx", {}, onnx::TensorProto::UINT8, {zx});
+    m.node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}, "q");
+    m.node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}, "dq");
+    m.node("DequantizeLinear", {"W", "Ws"}, {"Wd"}, "dqw");
+    auto& conv = m.node("Conv", {"xd", "Wd"}, {"y"}, "conv");
+    if (kind == 0) B::attr(conv, "group", int64_t(5));
+    else B::attr(conv, "pads", std::vector<int64_t>{0, 1, 1, 0});
+    auto im = import(m.bytes());
+    ASSERT_TRUE(im->status.is_ok()) << kind << ": " << problem(*im);
+    EXPECT_EQ(count_op(im->p, Opcode::CONV2D_I8), 0) << kind;
+    EXPECT_GE(count_op(im->p, Opcode::QUANTIZE), 1) << kind;
   }
 }
 

@@ -21,11 +21,15 @@
 //                          im2col, p an output pixel),
 //              y[n, o, p] = act(fma(f32(acc), sx·s_o, b_o) + nanflag), nanflag = Σ x·0 over the image
 //              (the tensor): 0, or NaN where a value is NaN or ±inf.
+//            x_scale=given (a static QDQ model's): sx and zp are inputs, q = sat_u8(rne(x / sx) +
+//            zp) exactly as QUANTIZE, the rest as above (nanflag per image); sx = 0 divides by 1
+//            (y = act(b)), a NaN or ±inf sx gives NaN outputs, as LINEAR_I8's given mode.
 // Inputs     x: f32[N, C, H, W]; wp, colsum: CONV_WEIGHTS_I8's; scale: f32[O] or [1], the weight's
-//            scale per output channel (or one); b: f32[O], optional (four inputs: b = 0).
+//            scale per output channel (or one); b: f32[O], optional (four inputs: b = 0);
+//            x_scale=given only, last: sx f32[] or [1], zp u8[] or [1] (6 inputs, or 7 with b).
 // Outputs    y: f32[N, O, Ho, Wo] (NCHW; Ho, Wo as CONV2D's).
 // Immediates stride, pad, dilation, groups: CONV2D's (groups must be 1: grouped and depthwise
-//            convolutions stay f32); act, act_alpha: as LINEAR's; x_scale: image or tensor.
+//            convolutions stay f32); act, act_alpha: as LINEAR's; x_scale: image, tensor or given.
 // Gradient   none: int8 weights are inference storage; training stays f32 (CONV2D).
 // Kernels    reference: plain loops over the packed weight.
 //            JIT (AVX2 and AVX-512): a bound kernel (jit/kernel.h) per image: the quantization's
@@ -112,7 +116,11 @@ void weights_ref(const KernelArgs* a) {
 
 // ---- CONV2D_I8: shape ----
 
-bool tensor_scale(const Instruction& ins) { return ins.i(NNASM_IMM(CONV2D_I8, x_scale)) == 1; }
+bool tensor_scale(const Instruction& ins) {
+  return ins.i(NNASM_IMM(CONV2D_I8, x_scale)) == NNASM_CHOICE(CONV2D_I8, x_scale, tensor);
+}
+
+bool one_element(const Shape& s) { return s.rank == 0 || (s.rank == 1 && s[0] == 1); }
 
 ConvGeom geom(const Instruction& ins, const TensorType* in) {
   const Shape& x = in[0].shape;
@@ -121,8 +129,14 @@ ConvGeom geom(const Instruction& ins, const TensorType* in) {
 }
 
 Status conv2d_i8_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
-  if (in.size() != 4 && in.size() != 5)
-    return Status::errorf("CONV2D_I8 takes 4 or 5 inputs (x, packed weight, column sums, scale, optional bias), got {}",
+  const bool given = conv2d_i8_given(ins);
+  if (!given && in.size() != 4 && in.size() != 5)
+    return Status::errorf("CONV2D_I8 takes 4 or 5 inputs (x, packed weight, column sums, scale, optional bias; "
+                          "x_scale=given adds sx, zp), got {}",
+                          in.size());
+  if (given && in.size() != 6 && in.size() != 7)
+    return Status::errorf("CONV2D_I8 x_scale=given takes 6 or 7 inputs (x, packed weight, column sums, scale, "
+                          "optional bias, sx, zp), got {}",
                           in.size());
   if (in[0].dtype != DType::F32 || in[0].shape.rank != 4)
     return Status::errorf("CONV2D_I8: x, {}, must be f32[N, C, H, W] (it is quantized to u8 in the kernel)",
@@ -150,7 +164,14 @@ Status conv2d_i8_shape(const Instruction& ins, const std::vector<TensorType>& in
   if (in[3].dtype != DType::F32 || s.rank != 1 || (s[0] != g.o && s[0] != 1))
     return Status::errorf("CONV2D_I8: the weight scale, {}, must be f32[{}] (per output channel) or f32[1]",
                           operand_str(ins, 3, in[3]), g.o);
-  if (in.size() == 5 && (in[4].dtype != DType::F32 || in[4].shape.rank != 1 || in[4].shape[0] != g.o))
+  const size_t n_in = in.size();
+  if (given && (in[n_in - 2].dtype != DType::F32 || !one_element(in[n_in - 2].shape)))
+    return Status::errorf("CONV2D_I8: x's scale, {}, must be f32[] or f32[1] (one per tensor)",
+                          operand_str(ins, static_cast<int>(n_in - 2), in[n_in - 2]));
+  if (given && (in[n_in - 1].dtype != DType::U8 || !one_element(in[n_in - 1].shape)))
+    return Status::errorf("CONV2D_I8: x's zero point, {}, must be u8[] or u8[1] (one per tensor; QUANTIZE's u8)",
+                          operand_str(ins, static_cast<int>(n_in - 1), in[n_in - 1]));
+  if (conv2d_i8_has_bias(ins, n_in) && (in[4].dtype != DType::F32 || in[4].shape.rank != 1 || in[4].shape[0] != g.o))
     return Status::errorf("CONV2D_I8: the bias, {}, must be f32[{}], one per output channel",
                           operand_str(ins, 4, in[4]), g.o);
   (*out)[0] = TensorType{DType::F32, Shape{g.n, g.o, g.ho, g.wo}};
@@ -169,17 +190,20 @@ void conv2d_i8_ref(const KernelArgs* a) {
   const int32_t* colsum = static_cast<const int32_t*>(a->in[2]);
   const float* scale = static_cast<const float*>(a->in[3]);
   const bool per_out = a->in_type[3].shape[0] == g.o && g.o != 1;
-  const float* b = a->n_in == 5 ? static_cast<const float*>(a->in[4]) : nullptr;
+  const float* b = conv2d_i8_has_bias(*a->ins, a->n_in) ? static_cast<const float*>(a->in[4]) : nullptr;
   float* y = static_cast<float*>(a->out[0]);
   uint8_t* q = static_cast<uint8_t*>(a->scratch);
   const Activation f = fused_act(*a->ins);
   const float alpha = static_cast<float>(fused_act_alpha(*a->ins));
   const int64_t image = g.c * g.h * g.w, c4 = quads(g.c);
   const bool whole = tensor_scale(*a->ins);
+  const bool given = conv2d_i8_given(*a->ins);
   const I8QParams all = whole ? i8_qparams(x, g.n * image) : I8QParams{};
+  const float gsx = given ? *static_cast<const float*>(a->in[a->n_in - 2]) : 0.f;
+  const int32_t gzp = given ? *static_cast<const uint8_t*>(a->in[a->n_in - 1]) : 0;
   for (int64_t n = 0; n < g.n; ++n) {
     const float* xn = x + n * image;
-    const I8QParams qp = whole ? all : i8_qparams(xn, image);
+    const I8QParams qp = whole ? all : given ? i8_given_qparams(gsx, gzp, xn, image) : i8_qparams(xn, image);
     for (int64_t k = 0; k < image; ++k) q[k] = static_cast<uint8_t>(quantize_u8(xn[k] / qp.div, qp.zp));
     for (int64_t o = 0; o < g.o; ++o) {
       const float t = qp.sx * scale[per_out ? o : 0];
@@ -212,6 +236,11 @@ OpHooks op_hooks_CONV2D_I8() {
   OpHooks h{conv2d_i8_shape, conv2d_i8_ref, conv2d_i8_scratch, nullptr, conv2d_i8_jit, conv2d_i8_parts};
   return h;
 }
+
+bool conv2d_i8_given(const Instruction& ins) {
+  return ins.i(NNASM_IMM(CONV2D_I8, x_scale)) == NNASM_CHOICE(CONV2D_I8, x_scale, given);
+}
+bool conv2d_i8_has_bias(const Instruction& ins, size_t n_in) { return n_in == (conv2d_i8_given(ins) ? 7u : 5u); }
 
 size_t conv2d_i8_ref_scratch(const Instruction& ins, const TensorType* in) { return ref_scratch(geom(ins, in)); }
 ConvGeom conv2d_i8_geom(const Instruction& ins, const TensorType* in) { return geom(ins, in); }

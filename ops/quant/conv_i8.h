@@ -15,6 +15,10 @@ namespace nnasm {
 
 // The geometry of CONV2D_I8 `ins` at input types `in` (as shape inference accepted them).
 ConvGeom conv2d_i8_geom(const Instruction& ins, const TensorType* in);
+// Whether `ins` has x_scale=given (sx and zp its last two inputs), and whether its inputs
+// (n_in of them) hold a bias (the fifth).
+bool conv2d_i8_given(const Instruction& ins);
+bool conv2d_i8_has_bias(const Instruction& ins, size_t n_in);
 // The reference kernel's scratch.
 size_t conv2d_i8_ref_scratch(const Instruction& ins, const TensorType* in);
 // The op's scratch: the larger of the reference's and the JIT kernel's.

@@ -399,7 +399,7 @@ Layout layout_of(const ConvGeom& g) {
 struct Bound {
   ConvGeom g;
   Layout l;
-  bool vnni = false, tensor = false, per_out = false;
+  bool vnni = false, tensor = false, given = false, per_out = false;
   int64_t p0 = 0, p1 = 0;
   ScanFn scan = nullptr;
   QuantizeFn quantize = nullptr;
@@ -415,7 +415,7 @@ void forward(const KernelArgs* a, const void* data) {
   const int8_t* wp = static_cast<const int8_t*>(a->in[1]);
   const int32_t* colsum = static_cast<const int32_t*>(a->in[2]);
   const float* scale = static_cast<const float*>(a->in[3]);
-  const float* b = a->n_in == 5 ? static_cast<const float*>(a->in[4]) : nullptr;
+  const float* b = conv2d_i8_has_bias(*a->ins, a->n_in) ? static_cast<const float*>(a->in[4]) : nullptr;
   float* y = static_cast<float*>(a->out[0]);
   char* s = static_cast<char*>(a->scratch);
   int32_t* zc = reinterpret_cast<int32_t*>(s + l.zc);
@@ -432,7 +432,13 @@ void forward(const KernelArgs* a, const void* data) {
   const I8QParams all = k.tensor ? k.scan(x, g.n * image) : I8QParams{};
   for (int64_t n = 0; n < g.n; ++n) {
     const float* xn = x + n * image;
-    const I8QParams qp = k.tensor ? all : k.scan(xn, image);
+    I8QParams qp = k.tensor ? all : k.scan(xn, image);
+    if (k.given) {  // the scan for its nanflag alone (+0 or NaN, as the reference's sum)
+      const float sx = *static_cast<const float*>(a->in[a->n_in - 2]);
+      qp.sx = sx;
+      qp.div = sx == 0 ? 1.f : sx;
+      qp.zp = *static_cast<const uint8_t*>(a->in[a->n_in - 1]);
+    }
     std::memcpy(s, &qp.p, 4);
     for (int64_t o = 0; o < g.o; ++o) {
       zc[o] = qp.zp * colsum[o];
@@ -461,14 +467,15 @@ Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins
   if (g.n <= 0 || g.o <= 0 || l.p <= 0 || l.kq <= 0) return std::shared_ptr<const JitKernel>();
   if (g.o * l.p * 4 > MAX_BYTES || l.total > static_cast<size_t>(MAX_BYTES)) return std::shared_ptr<const JitKernel>();
   k->vnni = vnni;
-  k->tensor = ins.i(NNASM_IMM(CONV2D_I8, x_scale)) == 1;
+  k->tensor = ins.i(NNASM_IMM(CONV2D_I8, x_scale)) == NNASM_CHOICE(CONV2D_I8, x_scale, tensor);
+  k->given = conv2d_i8_given(ins);
   k->per_out = in[3].shape[0] == g.o && g.o != 1;
   k->scan = isa == Isa::AVX512 ? scan_avx512 : scan_avx2;
   k->quantize = isa == Isa::AVX512 ? quantize_avx512 : quantize_avx2;
   GemmSpec s;
   s.isa = isa;
   s.vnni = vnni;
-  s.bias = ins.in.size() == 5;
+  s.bias = conv2d_i8_has_bias(ins, ins.in.size());
   s.o = g.o;
   s.kq = l.kq;
   s.p = l.p;
@@ -492,7 +499,7 @@ Result<std::shared_ptr<const JitKernel>> conv2d_i8_kernel(const Instruction& ins
   k->keep = gemm.value();
   const std::string key = fmt::format("{}|bound|{}x{}x{}x{}|{}x{}|{}|{}|{}|{}|{}|{}|{}", gkey, g.n, g.c, g.h, g.w, g.kh,
                                       g.kw, fmt::join(ins.ints(CONV_STRIDE), ","), fmt::join(ins.ints(CONV_PAD), ","), fmt::join(ins.ints(CONV_DILATION), ","),
-                                      k->tensor, k->per_out, isa_name(isa), vnni);
+                                      k->tensor + 2 * k->given, k->per_out, isa_name(isa), vnni);
   return cache.get(key, [&] { return build_bound_kernel(name, forward, std::shared_ptr<const void>(k)); });
 }
 

@@ -49,4 +49,16 @@ inline I8QParams i8_qparams(const float* x, int64_t n) {
   return i8_qparams_finish(lo, hi, p);
 }
 
+// A given scale and zero point (a static QDQ model's, x_scale=given): the divisor 1 for sx = 0, as
+// above, and p of the n values at x.
+inline I8QParams i8_given_qparams(float sx, int32_t zp, const float* x, int64_t n) {
+  I8QParams q;
+  q.sx = sx;
+  q.div = sx == 0 ? 1.f : sx;
+  q.zp = zp;
+  q.p = 0;
+  for (int64_t k = 0; k < n; ++k) q.p += x[k] * 0.f;
+  return q;
+}
+
 }  // namespace nnasm

@@ -20,14 +20,20 @@
 //              QUANTIZE; rne rounds halves to even),
 //              acc_o = Σ_k q_k·w[k, o] − zp·colsum_o (i32, exact),
 //              y_o = act(fma(f32(acc_o), sx·s_o, b_o) + p), p = Σ_k x_k·0 over the row (tensor).
+//            x_scale=given (a static QDQ model's activation quantization): sx and zp are inputs,
+//            no min/max pass; q_k = sat_u8(rne(x_k / sx) + zp) exactly as QUANTIZE, the rest as
+//            above (p per row).
 // Inputs     x: f32[..., K] (rank ≥ 1; the leading dims are rows); wp, colsum: LINEAR_WEIGHTS_I8's;
-//            scale: f32[O] or [1], the weight's scale per output channel (or one); b: f32[O].
+//            scale: f32[O] or [1], the weight's scale per output channel (or one); b: f32[O];
+//            x_scale=given only: sx f32[] or [1], zp u8[] or [1] (7 inputs; 5 otherwise).
 // Outputs    y: f32[..., O].
 // Immediates act, act_alpha: as LINEAR's (ops/linalg/linear.cpp). x_scale: row (one scale and zero
-//            point per row of x: a batch's rows do not change one another's results) or tensor.
+//            point per row of x: a batch's rows do not change one another's results), tensor or
+//            given.
 // Gradient   none: int8 weights are inference storage; training stays f32 (LINEAR).
-// Kernels    reference: plain loops. JIT (AVX2 and AVX-512): per row, a min/max pass, then the row
-//            quantized into the scratch; then tiles of up to 4 rows × several vectors of columns
+// Kernels    reference: plain loops. JIT (AVX2 and AVX-512): per row, a min/max pass (x_scale=given:
+//            none; sx and zp read from their inputs once, p summed in the quantizing pass), then
+//            the row quantized into the scratch; then tiles of up to 4 rows × several vectors of columns
 //            stream wp (one vector load = W columns × 4 k) against each row's broadcast quad of q,
 //            accumulating in i32, and the epilogue (the zero point's correction, the conversion,
 //            the fma with sx·s and b, p, the activation snippet, the store) fused. With VNNI
@@ -43,7 +49,10 @@
 //            q and zp are 0 (the kernels divide by 1 instead), so y = act(fma(0, 0·s, b)). A row
 //            (x_scale=tensor: any element of x) with a NaN or ±inf gives NaN outputs, through p;
 //            its q are then unspecified. Denormals follow the run's flushing, alike in both
-//            kernels.
+//            kernels. x_scale=given: sx is data and nothing checks it (as QUANTIZE's scale): sx = 0
+//            divides by 1 instead (as the dynamic modes' all-zero row), so y = act(b + p); a NaN or
+//            ±inf sx gives NaN outputs (f32(acc)·NaN, or q = zp and 0·inf); a negative sx mirrors
+//            q and gives the same product as QUANTIZE then DEQUANTIZE would.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -98,9 +107,24 @@ void weights_ref(const KernelArgs* a) {
 
 // ---- LINEAR_I8: shape ----
 
-bool tensor_scale(const Instruction& ins) { return ins.i(NNASM_IMM(LINEAR_I8, x_scale)) == 1; }
+bool tensor_scale(const Instruction& ins) {
+  return ins.i(NNASM_IMM(LINEAR_I8, x_scale)) == NNASM_CHOICE(LINEAR_I8, x_scale, tensor);
+}
+bool given_scale(const Instruction& ins) {
+  return ins.i(NNASM_IMM(LINEAR_I8, x_scale)) == NNASM_CHOICE(LINEAR_I8, x_scale, given);
+}
+
+// A per-tensor quantization parameter: rank 0, or rank 1 of one element.
+bool one_element(const Shape& s) { return s.rank == 0 || (s.rank == 1 && s[0] == 1); }
 
 Status linear_i8_shape(const Instruction& ins, const std::vector<TensorType>& in, std::vector<TensorType>* out) {
+  const bool given = given_scale(ins);
+  const size_t want = given ? 7 : 5;
+  if (in.size() != want)
+    return Status::errorf("LINEAR_I8 x_scale={} takes {} inputs ({}), got {}",
+                          given ? "given" : tensor_scale(ins) ? "tensor" : "row", want,
+                          given ? "x, wp, colsum, scale, b, sx, zp" : "x, wp, colsum, scale, b; x_scale=given adds sx, zp",
+                          in.size());
   const Shape& x = in[0].shape;
   if (in[0].dtype != DType::F32)
     return Status::errorf("LINEAR_I8: x, {}, must be f32 (it is quantized to u8 in the kernel)",
@@ -127,6 +151,12 @@ Status linear_i8_shape(const Instruction& ins, const std::vector<TensorType>& in
   if (in[4].dtype != DType::F32 || in[4].shape.rank != 1 || in[4].shape[0] != o)
     return Status::errorf("LINEAR_I8: the bias, {}, must be f32[{}] to match the weight",
                           operand_str(ins, 4, in[4]), o);
+  if (given && (in[5].dtype != DType::F32 || !one_element(in[5].shape)))
+    return Status::errorf("LINEAR_I8: x's scale, {}, must be f32[] or f32[1] (one per tensor)",
+                          operand_str(ins, 5, in[5]));
+  if (given && (in[6].dtype != DType::U8 || !one_element(in[6].shape)))
+    return Status::errorf("LINEAR_I8: x's zero point, {}, must be u8[] or u8[1] (one per tensor; QUANTIZE's u8)",
+                          operand_str(ins, 6, in[6]));
   Shape y = x;
   y[y.rank - 1] = o;
   (*out)[0] = TensorType{DType::F32, y};
@@ -159,12 +189,14 @@ void linear_i8_ref(const KernelArgs* a) {
   float* y = static_cast<float*>(a->out[0]);
   const Activation f = fused_act(*a->ins);
   const float alpha = static_cast<float>(fused_act_alpha(*a->ins));
-  const bool whole = tensor_scale(*a->ins);
+  const bool whole = tensor_scale(*a->ins), given = given_scale(*a->ins);
   const QParams all = whole ? qparams(x, d.rows * d.in) : QParams{};
+  const float gsx = given ? *static_cast<const float*>(a->in[5]) : 0.f;
+  const int32_t gzp = given ? *static_cast<const uint8_t*>(a->in[6]) : 0;
   std::vector<int32_t> q(static_cast<size_t>(d.in));
   for (int64_t r = 0; r < d.rows; ++r) {
     const float* xr = x + r * d.in;
-    const QParams qp = whole ? all : qparams(xr, d.in);
+    const QParams qp = whole ? all : given ? i8_given_qparams(gsx, gzp, xr, d.in) : qparams(xr, d.in);
     for (int64_t k = 0; k < d.in; ++k) q[k] = quantize_u8(xr[k] / qp.div, qp.zp);
     for (int64_t o = 0; o < d.out; ++o) {
       int32_t acc = 0;
@@ -210,6 +242,7 @@ struct I8Spec {
   Isa isa = Isa::AVX2;
   bool vnni = false;
   bool tensor = false;
+  bool given = false;  // x_scale=given: sx, zp from inputs 5 and 6, p per row in the quantizing pass
   bool per_out = true;
   Dims d{};
   int64_t c0 = 0, c1 = 0;  // the part's columns [c0, c1): whole vectors, but for the last part
@@ -248,6 +281,14 @@ class I8Gen {
       if (s_.tensor) {
         g_.mov(rax, rsi);
         minmax(s_.d.rows * s_.d.in, 0);
+      }
+      if (s_.given) {
+        f.load_in(rax, 5);
+        g_.vmovss(Xmm(0), dword[rax]);
+        f.load_in(rax, 6);
+        g_.movzx(eax, byte[rax]);
+        g_.mov(dword[rbx + 4], eax);
+        finish_given(Xmm(0));
       }
       const int64_t full = s_.d.rows / MR, rest = s_.d.rows % MR;
       repeat(r13, full, [&] {
@@ -344,16 +385,7 @@ class I8Gen {
     g_.vdivss(sx, sx, v_.cst(255.f));
     g_.vmovss(dword[rbx + at], sx);
     g_.vmovss(dword[rbx + at + 8], pp);
-    // div = sx == 0 ? 1 : sx (NaN ≠ 0: unordered sets ZF and PF).
-    Label keep;
-    g_.vmovaps(dv, sx);
-    g_.vxorps(q, q, q);
-    g_.vucomiss(sx, q);
-    g_.jp(keep);
-    g_.jne(keep);
-    g_.vmovss(dv, v_.cst(1.f));
-    g_.L(keep);
-    g_.vmovss(dword[rbx + at + 12], dv);
+    store_divisor(sx, dv, q, at + 12);
     g_.vxorps(q, l, v_.cst_bits(0x80000000u));
     g_.vdivss(q, q, dv);
     g_.vroundss(q, q, q, 0);
@@ -369,15 +401,39 @@ class I8Gen {
     g_.mov(dword[rbx + at + 4], eax);
   }
 
-  // The row at rax quantized into the q row at r15 (whole vectors: the pad lanes get zp).
+  // x_scale=given: sx (in `sx`) and the divisor into slot 0 (zp is there already).
+  void finish_given(const Xmm& sx) {
+    const Xmm dv(4), z(5);
+    g_.vmovss(dword[rbx], sx);
+    store_divisor(sx, dv, z, 12);
+  }
+
+  // div = sx == 0 ? 1 : sx into the scratch at `at` (NaN ≠ 0: unordered sets ZF and PF); dv holds it.
+  void store_divisor(const Xmm& sx, const Xmm& dv, const Xmm& z, int at) {
+    Label keep;
+    g_.vmovaps(dv, sx);
+    g_.vxorps(z, z, z);
+    g_.vucomiss(sx, z);
+    g_.jp(keep);
+    g_.jne(keep);
+    g_.vmovss(dv, v_.cst(1.f));
+    g_.L(keep);
+    g_.vmovss(dword[rbx + at], dv);
+  }
+
+  // The row at rax quantized into the q row at r15 (whole vectors: the pad lanes get zp); for
+  // x_scale=given also p = Σ x·0 of the row into the slot.
   void quantize_row(int at) {
     const int W = v_.width();
     const Xmm dv = v_.vreg(0), zp = v_.vreg(1), v = v_.vreg(2), zero = v_.vreg(3), t = v_.vreg(4);
     v_.broadcast(dv, dword[rbx + at + 12]);
     v_.broadcast(zp, dword[rbx + at + 4]);
+    const Xmm p = v_.vreg(5);
     if (z()) g_.vpxord(zero, zero, zero);
     else g_.vpxor(zero, zero, zero);
+    if (s_.given) g_.vxorps(p, p, p);
     auto one = [&]() {
+      if (s_.given) g_.vfmadd231ps(p, v, zero);
       g_.vdivps(v, v, dv);
       if (z()) g_.vrndscaleps(v, v, 0);
       else g_.vroundps(v, v, 0);
@@ -412,11 +468,18 @@ class I8Gen {
       load_x_tail(v, ptr[rax], static_cast<int>(n % W));
       one();
     }
+    if (s_.given) {
+      hreduce(p, t, [&](const Xmm& d, const Xmm& a, const Xmm& b) { g_.vaddps(d, a, b); });
+      g_.vmovss(dword[rbx + at + 8], Xmm(p.getIdx()));
+    }
   }
 
   void row_block(int mr) {
     for (int i = 0; i < mr; ++i) {
-      if (!s_.tensor) {
+      if (s_.given) {
+        g_.vmovups(Xmm(0), xword[rbx]);  // sx, zp, (p), the divisor: p comes next
+        g_.vmovups(xword[rbx + slot(i)], Xmm(0));
+      } else if (!s_.tensor) {
         g_.lea(rax, ptr[rsi + i * s_.d.in * 4]);
         minmax(s_.d.in, slot(i));
       }
@@ -646,6 +709,7 @@ Result<std::shared_ptr<const JitKernel>> linear_i8_kernel(const Instruction& ins
   s.isa = isa;
   s.vnni = vnni;
   s.tensor = tensor_scale(ins);
+  s.given = given_scale(ins);
   s.per_out = in[3].shape[0] == s.d.out && s.d.out != 1;
   s.act = fused_act(ins);
   s.act_alpha = static_cast<float>(fused_act_alpha(ins));
@@ -659,7 +723,7 @@ Result<std::shared_ptr<const JitKernel>> linear_i8_kernel(const Instruction& ins
   const std::string name = fmt::format("i8_linear{}__{}{}_{}x{}", act, isa_name(s.isa), s.vnni ? "_vnni" : "", mr,
                                        I8Gen::vectors_per_row(s, mr) * W);
   const std::string key = fmt::format("{}|{}x{}x{}|{}|{}|{}|{}-{}", name, s.d.rows, s.d.in, s.d.out, s.act_alpha,
-                                      s.tensor, s.per_out, s.c0, s.c1);
+                                      s.tensor + 2 * s.given, s.per_out, s.c0, s.c1);
   return build_kernel_measured(cache, key, name, MEASURE_BYTES, [&s](CodeGenerator& g) { return I8Gen(g, s).emit(); });
 }
 

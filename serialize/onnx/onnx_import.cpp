@@ -244,6 +244,21 @@ class Importer {
         return;
       }
     }
+    if (n.op_type == "QuantizeLinear" && fused == fusions_.end()) {
+      std::vector<OnnxFusion> found;
+      std::set<size_t> covered;
+      match_static_quant_linear(m_.graph, index, readers_, l_, &found, &covered);
+      for (OnnxFusion& f : found) {
+        covered_.insert(f.covered.begin(), f.covered.end());
+        const size_t at = f.at;
+        fusions_.emplace(at, std::move(f));
+      }
+      covered_.insert(covered.begin(), covered.end());
+      if (covered.count(index)) {
+        ++r_.imported;
+        return;
+      }
+    }
     NodeLowering nl(l_, n);
     s = fused != fusions_.end() ? fused->second.map(nl) : lower(nl);
     if (s) s = check_results(nl);

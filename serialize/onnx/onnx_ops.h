@@ -14,7 +14,8 @@
 //   onnx_ops_resize.cpp       Upsample, Resize (nearest, whole-number scales)
 //   onnx_ops_quant.cpp        QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
 //                             MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-//   onnx_fuse_quant.cpp       quantize_dynamic's MatMul chains as one LINEAR_I8
+//   onnx_fuse_quant.cpp       quantize_dynamic's MatMul chains as one LINEAR_I8; quantize_static's
+//                             QDQ MatMul / Gemm / Conv chains as LINEAR_I8 / CONV2D_I8 x_scale=given
 //   onnx_fold.cpp             Shape, Gather, Constant, Cast, Range, ... on values known at import
 // The table is in onnx_ops.cpp.
 #pragma once
@@ -162,6 +163,14 @@ struct OnnxFusion {
 // the chains read all of its outputs (then it is left out too).
 void match_dynamic_quant_linear(const OnnxGraph& g, size_t dql, const OnnxReaders& r, OnnxLowering& l,
                                 std::vector<OnnxFusion>* out, bool* dql_covered);
+// At QuantizeLinear node `ql` (its input known to the lowering): the MatMul / Gemm chains of
+// ONNX Runtime's static QDQ quantization reading it, each as one LINEAR_I8 x_scale=given, and
+// into `covered` the QuantizeLinear and DequantizeLinear nodes those chains account for alone.
+void match_static_quant_linear(const OnnxGraph& g, size_t ql, const OnnxReaders& r, OnnxLowering& l,
+                               std::vector<OnnxFusion>* out, std::set<size_t>* covered);
+// W (i8 or u8 [K, O], or [O, K] with `trans`) less its zero point (one, or one per output; null:
+// 0) as i8 values [K, O] in `w`; false where an element does not fit.
+bool static_quant_weight(const HostTensor& b, const HostTensor* zp, bool trans, std::vector<int64_t>* w);
 // B (i8 or u8 [K, O]) less its zero point (one, or one per column; null: 0) as i8 values in
 // `w`; false where an element does not fit.
 bool dynamic_quant_weight(const HostTensor& b, const HostTensor* zp, std::vector<int64_t>* w);

@@ -1,6 +1,7 @@
 // ONNX's quantization operators onto QUANTIZE, DEQUANTIZE and f32 arithmetic:
 //   QuantizeLinear, DequantizeLinear   QUANTIZE / DEQUANTIZE (ONNX's semantics), per tensor or
-//                                      per axis.
+//                                      per axis. (A static QDQ chain around a MatMul, Gemm or Conv
+//                                      becomes one LINEAR_I8 / CONV2D_I8: onnx_fuse_quant.cpp.)
 //   DynamicQuantizeLinear              REDUCE_MIN/MAX, MINIMUM/MAXIMUM with 0, DIV and QUANTIZE, in
 //                                      the order ONNX's formula takes, so the results are bitwise
 //                                      ONNX's.
