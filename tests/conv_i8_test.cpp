@@ -25,6 +25,7 @@
 #include "shell/shell.h"
 #include "tests/conv_i8_naive.h"
 #include "tests/op_harness.h"
+#include "tests/reduced_op_checks.h"
 #include "tests/run_levels.h"
 
 namespace nnasm::test {
@@ -371,23 +372,15 @@ TEST(ConvI8, ShapeErrorsNameTheOperand) {
 }
 
 TEST(ConvI8, HasNoGradient) {
-  Context ctx;
-  Program p(ctx);
-  std::vector<TensorId> ids;
-  ASSERT_TRUE(declare_inputs(p, {TensorType{DType::F32, Shape{1, 5, 6, 6}}, TensorType{DType::I8, Shape{3, 2, 3, 3, 4}},
-                                 TensorType{DType::I32, Shape{3}}, TensorType{DType::F32, Shape{3}},
-                                 TensorType{DType::F32, Shape{3}}},
-                             &ids));
-  std::vector<TensorId> y;
-  ASSERT_TRUE(append_op(p, Opcode::CONV2D_I8, ids, {}, &y));
-  for (size_t k : {0u, 4u}) {
-    const Result<std::vector<TensorId>> g = grad(p, y[0], {ids[k]});
-    ASSERT_FALSE(g) << k;
-    EXPECT_NE(g.status().message().find("CONV2D_I8"), std::string::npos) << g.status().message();
-    EXPECT_NE(g.status().message().find("no backward rule"), std::string::npos) << g.status().message();
-  }
   EXPECT_EQ(op_hooks(Opcode::CONV2D_I8).grad, nullptr);
   EXPECT_EQ(op_hooks(Opcode::CONV_WEIGHTS_I8).grad, nullptr);
+  expect_no_gradient(Opcode::CONV2D_I8,
+                     {TensorType{DType::F32, Shape{1, 5, 6, 6}},
+                      TensorType{DType::I8, Shape{3, 2, 3, 3, 4}},
+                      TensorType{DType::I32, Shape{3}},
+                      TensorType{DType::F32, Shape{3}},
+                      TensorType{DType::F32, Shape{3}}},
+                     {0, 4});
 }
 
 const char* PROGRAM =
@@ -398,17 +391,7 @@ const char* PROGRAM =
 // The derive pass moves the packing to the derive section (its input is a param), and act fusion
 // takes the activation into CONV2D_I8's epilogue.
 TEST(ConvI8, DeriveHoistsThePackingAndActFusionTakesTheActivation) {
-  Context ctx;
-  Program p(ctx);
-  ASSERT_TRUE(program_parse(PROGRAM, "t.nnasm", &p));
-  ASSERT_TRUE(optimize(p, 1, nullptr, {"derive", "act-fusion"}));
-  ASSERT_EQ(p.code().size(), 2u);
-  EXPECT_EQ(p.code()[0].op, Opcode::CONV_WEIGHTS_I8);
-  EXPECT_EQ(p.code()[0].section, Section::DERIVE);
-  EXPECT_EQ(p.code()[1].op, Opcode::CONV2D_I8);
-  EXPECT_EQ(p.code()[1].section, Section::FORWARD);
-  EXPECT_EQ(fused_act(p.code()[1]), Activation::LEAKYRELU);
-  EXPECT_FLOAT_EQ(static_cast<float>(fused_act_alpha(p.code()[1])), 0.2f);
+  expect_derive_and_act_fusion(PROGRAM, Opcode::CONV_WEIGHTS_I8, Opcode::CONV2D_I8, Activation::LEAKYRELU, 0.2f);
 }
 
 TEST(ConvI8, ListingRoundTrips) {

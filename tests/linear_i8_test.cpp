@@ -24,6 +24,7 @@
 #include "shell/shell.h"
 #include "tests/linear_i8_naive.h"
 #include "tests/op_harness.h"
+#include "tests/reduced_op_checks.h"
 #include "tests/run_levels.h"
 
 namespace nnasm::test {
@@ -355,22 +356,13 @@ TEST(LinearI8, ShapeErrorsNameTheOperand) {
 }
 
 TEST(LinearI8, HasNoGradient) {
-  Context ctx;
-  Program p(ctx);
-  std::vector<TensorId> ids;
-  ASSERT_TRUE(declare_inputs(p, {TensorType{DType::F32, Shape{2, 5}}, TensorType{DType::I8, Shape{2, 3, 4}},
-                                 TensorType{DType::I32, Shape{3}}, TensorType{DType::F32, Shape{3}},
-                                 TensorType{DType::F32, Shape{3}}},
-                             &ids));
-  std::vector<TensorId> y;
-  ASSERT_TRUE(append_op(p, Opcode::LINEAR_I8, ids, {}, &y));
-  for (size_t k : {0u, 4u}) {
-    const Result<std::vector<TensorId>> g = grad(p, y[0], {ids[k]});
-    ASSERT_FALSE(g) << k;
-    EXPECT_NE(g.status().message().find("LINEAR_I8"), std::string::npos) << g.status().message();
-    EXPECT_NE(g.status().message().find("no backward rule"), std::string::npos) << g.status().message();
-  }
   EXPECT_EQ(op_hooks(Opcode::LINEAR_WEIGHTS_I8).grad, nullptr);
+  expect_no_gradient(
+      Opcode::LINEAR_I8,
+      {TensorType{DType::F32, Shape{2, 5}},
+       TensorType{DType::I8, Shape{2, 3, 4}}, TensorType{DType::I32, Shape{3}},
+       TensorType{DType::F32, Shape{3}}, TensorType{DType::F32, Shape{3}}},
+      {0, 4});
 }
 
 const char* PROGRAM =
@@ -381,17 +373,7 @@ const char* PROGRAM =
 // The derive pass moves the packing to the derive section (its input is a param), and act fusion
 // takes the activation into LINEAR_I8's epilogue.
 TEST(LinearI8, DeriveHoistsThePackingAndActFusionTakesTheActivation) {
-  Context ctx;
-  Program p(ctx);
-  ASSERT_TRUE(program_parse(PROGRAM, "t.nnasm", &p));
-  ASSERT_TRUE(optimize(p, 1, nullptr, {"derive", "act-fusion"}));
-  ASSERT_EQ(p.code().size(), 2u);
-  EXPECT_EQ(p.code()[0].op, Opcode::LINEAR_WEIGHTS_I8);
-  EXPECT_EQ(p.code()[0].section, Section::DERIVE);
-  EXPECT_EQ(p.code()[1].op, Opcode::LINEAR_I8);
-  EXPECT_EQ(p.code()[1].section, Section::FORWARD);
-  EXPECT_EQ(fused_act(p.code()[1]), Activation::LEAKYRELU);
-  EXPECT_FLOAT_EQ(static_cast<float>(fused_act_alpha(p.code()[1])), 0.2f);
+  expect_derive_and_act_fusion(PROGRAM, Opcode::LINEAR_WEIGHTS_I8, Opcode::LINEAR_I8, Activation::LEAKYRELU, 0.2f);
 }
 
 // A whole program, its weight a param and then a constant, at -O0 and -O1 (derive, constant
